@@ -1,0 +1,26 @@
+// Wall-clock timing by the median of repeated runs.
+#include "attnlab/timing.hpp"
+
+#include <stdexcept>
+
+#include "attnlab/statistics.hpp"
+
+namespace attnlab {
+
+std::vector<double> time_repeats(const std::function<void()>& work, int repeats) {
+  if (repeats < 1) throw std::invalid_argument("time_repeats: repeats must be at least 1");
+  work();
+  std::vector<double> seconds;
+  seconds.reserve(static_cast<std::size_t>(repeats));
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    const auto t1 = std::chrono::steady_clock::now();
+    seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  return seconds;
+}
+
+double median_seconds(const std::function<void()>& work, int repeats) { return median(time_repeats(work, repeats)); }
+
+}  // namespace attnlab
