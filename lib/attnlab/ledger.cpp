@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <tuple>
 #include <stdexcept>
@@ -45,14 +46,10 @@ namespace {
 
 std::optional<double> parse_optional_number(const std::string& s, const std::string& what) {
   if (s.empty()) return std::nullopt;
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != s.size()) throw std::runtime_error(what + " '" + s + "' is not a number");
+  // strtod, not stod: stod throws on subnormal values, which are valid observations.
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) throw std::runtime_error(what + " '" + s + "' is not a number");
   return v;
 }
 

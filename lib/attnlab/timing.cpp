@@ -7,9 +7,9 @@
 
 namespace attnlab {
 
-std::vector<double> time_repeats(const std::function<void()>& work, int repeats) {
+std::vector<double> time_repeats(const std::function<void()>& work, int repeats, bool warm_up) {
   if (repeats < 1) throw std::invalid_argument("time_repeats: repeats must be at least 1");
-  work();
+  if (warm_up) work();
   std::vector<double> seconds;
   seconds.reserve(static_cast<std::size_t>(repeats));
   for (int i = 0; i < repeats; ++i) {
@@ -21,6 +21,8 @@ std::vector<double> time_repeats(const std::function<void()>& work, int repeats)
   return seconds;
 }
 
-double median_seconds(const std::function<void()>& work, int repeats) { return median(time_repeats(work, repeats)); }
+double median_seconds(const std::function<void()>& work, int repeats, bool warm_up) {
+  return median(time_repeats(work, repeats, warm_up));
+}
 
 }  // namespace attnlab

@@ -7,11 +7,12 @@
 
 namespace attnlab {
 
-// Runs `work` once to warm caches, then `repeats` timed times; returns the seconds of each run.
-std::vector<double> time_repeats(const std::function<void()>& work, int repeats);
+// Runs `work` once to warm caches (unless `warm_up` is false: runs of seconds gain
+// nothing from it), then `repeats` timed times; returns the seconds of each run.
+std::vector<double> time_repeats(const std::function<void()>& work, int repeats, bool warm_up = true);
 
-// Median seconds of `repeats` runs after one warm-up.
-double median_seconds(const std::function<void()>& work, int repeats);
+// Median seconds of `repeats` runs, after one warm-up unless `warm_up` is false.
+double median_seconds(const std::function<void()>& work, int repeats, bool warm_up = true);
 
 // Stops the optimiser from discarding a result whose only use is being timed.
 template <typename T>

@@ -1,5 +1,5 @@
 // Helpers shared by the checks: scratch directories and running executables.
-#include "test_support.hpp"
+#include "support.hpp"
 
 #include <algorithm>
 #include <array>

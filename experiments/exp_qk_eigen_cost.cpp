@@ -1,0 +1,218 @@
+// R7: the cost of decomposing S_w (dense, Lanczos on the implicit operator, thin QR), and each path's accuracy.
+#include <fmt/format.h>
+
+#include <set>
+
+#include "attnlab/csv_table.hpp"
+#include "attnlab/experiment_cli.hpp"
+#include "attnlab/parallel_trials.hpp"
+#include "attnlab/qk_weights.hpp"
+#include "attnlab/residual_ratio.hpp"
+#include "attnlab/statistics.hpp"
+#include "attnlab/sym_eigen.hpp"
+#include "attnlab/timing.hpp"
+#include "attnlab/verdict.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+constexpr const char* kSource = "000_b0b7043ddc03e9e4.txt";
+// O(d d_k^2) at fixed d_k is linear in d; a fitted exponent whose 95% interval reaches
+// no lower than this is called consistent with it (0.3 of slack for cache effects).
+constexpr double kLinearExponentMax = 1.3;
+constexpr Eigen::Index kFixedDk = 16;
+
+enum class Path { dense, lanczos, qr };
+const char* path_name(Path p) { return p == Path::dense ? "dense" : p == Path::lanczos ? "lanczos" : "qr"; }
+const Path kPaths[] = {Path::dense, Path::lanczos, Path::qr};
+
+template <typename T>
+EigenPairs<T> decompose(Path p, const Mat<T>& wq, const Mat<T>& wk) {
+  switch (p) {
+    case Path::dense: return eigen_dense<T>(symmetric_part(qk_product(wq, wk)));
+    case Path::lanczos: return eigen_lanczos(wq, wk, 2 * wq.cols());
+    case Path::qr: return eigen_low_rank_qr(wq, wk);
+  }
+  return {};
+}
+
+// --- accuracy of each path against its own backward error and the dense oracle ---
+
+struct AccuracyConfig {
+  std::string family;
+  Eigen::Index d, dk;
+};
+
+struct PathCheck {
+  std::string status;
+  Eigen::Index pairs = 0;
+  double residual = 0, orthogonality = 0, eigenvalue_gap = 0;
+};
+
+// Distance from each returned eigenvalue to the nearest dense-oracle eigenvalue, scaled
+// like the residual: catches wrong values reported as success (Spectra issue 159).
+template <typename T>
+double eigenvalue_gap(const EigenPairs<T>& p, const EigenPairs<T>& oracle, double scale) {
+  double worst = 0;
+  for (Eigen::Index i = 0; i < p.values.size(); ++i)
+    worst = std::max(worst, static_cast<double>((oracle.values.array() - p.values(i)).abs().minCoeff()));
+  return residual_ratio<T>(worst, static_cast<double>(oracle.values.size()), scale);
+}
+
+template <typename T>
+std::vector<PathCheck> check_paths(const QkWeights& w64) {
+  const Mat<T> wq = w64.wq.cast<T>(), wk = w64.wk.cast<T>();
+  const EigenPairs<T> oracle = decompose(Path::dense, wq, wk);
+  const double scale = symmetric_part_norm(wq, wk);
+  std::vector<PathCheck> out;
+  for (Path p : kPaths) {
+    const EigenPairs<T> e = decompose(p, wq, wk);
+    PathCheck c{to_string(e.status), e.values.size()};
+    if (e.status == EigenStatus::ok) {
+      c.residual = eigen_residual_ratio(wq, wk, e);
+      c.orthogonality = orthogonality_ratio(e.vectors);
+      c.eigenvalue_gap = eigenvalue_gap(e, oracle, scale);
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// --- timing ---
+
+struct TimingPoint {
+  Path path;
+  Eigen::Index d, dk;
+  double seconds, model_multiply_adds;
+  long operator_applications;
+};
+
+// Multiply-adds of the code paths (Golub & Van Loan's counts): dense forms S_w (d^2 d_k)
+// and runs the symmetric QR algorithm with vectors (about 9 d^3 flops, 4.5 d^3 multiply-adds);
+// QR factors d x m (m = 2 d_k: 2 m^2 (d - m/3)), forms thin Q (same again), the small
+// problem (m^2 d_k + 4.5 m^3) and U = Q V (d m^2); Lanczos costs 4 d d_k per operator
+// application plus restarts, so only its counted applications are reported.
+double model_multiply_adds(Path p, double d, double dk, long applications) {
+  const double m = std::min(d, 2 * dk);
+  switch (p) {
+    case Path::dense: return d * d * dk + 4.5 * d * d * d;
+    case Path::qr: return 2 * (2 * m * m * (d - m / 3)) + m * m * dk + 4.5 * m * m * m + d * m * m;
+    case Path::lanczos: return static_cast<double>(applications) * 4 * d * dk;
+  }
+  return 0;
+}
+
+TimingPoint time_path(Path p, Eigen::Index d, Eigen::Index dk, Rng& rng, bool quick) {
+  const QkWeights w = make_qk_weights("gaussian", d, dk, rng);
+  long applications = 0;
+  const bool heavy = p == Path::dense && d >= 512;  // seconds per run: no warm-up, fewer repeats
+  const double secs = median_seconds(
+      [&] {
+        const EigenPairs<double> e = decompose<double>(p, w.wq, w.wk);
+        if (e.status != EigenStatus::ok) throw std::runtime_error(fmt::format("{} path failed at d = {}: {}", path_name(p), d, e.detail));
+        applications = e.operator_applications;
+        keep_alive(e);
+      },
+      quick ? 3 : heavy ? 3 : 5, !heavy);
+  return {p, d, dk, secs, model_multiply_adds(p, static_cast<double>(d), static_cast<double>(dk), applications), applications};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ExperimentCli cli("exp_qk_eigen_cost", "R7: cost and accuracy of three eigen-decompositions of S_w (seed 000)");
+  cli.parse(argc, argv);
+  return run_experiment(cli.name(), [&] {
+    const bool quick = cli.options().quick;
+
+    // 1. Accuracy of every path over families and edge shapes (deterministic table).
+    std::vector<AccuracyConfig> configs;
+    for (const auto& f : qk_weight_families())
+      for (Eigen::Index d : quick ? std::vector<Eigen::Index>{8, 32} : std::vector<Eigen::Index>{8, 32, 128, 256})
+        for (Eigen::Index dk : std::set<Eigen::Index>{1, 2, 3, d / 8, d / 2}) configs.push_back({f.name, d, dk});
+    const auto checks = run_trials<std::pair<std::vector<PathCheck>, std::vector<PathCheck>>>(
+        configs.size(), "eigen path checks", [&](std::size_t i) {
+          Rng rng(derive_seed(cli.options().seed, i));
+          const QkWeights w = make_qk_weights(configs[i].family, configs[i].d, configs[i].dk, rng);
+          return std::pair{check_paths<float>(w), check_paths<double>(w)};
+        });
+    CsvTable accuracy({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), text_col("path"),
+                       text_col("status"), int_col("pairs"), real_col("residual_ratio"), real_col("orthogonality_ratio"),
+                       real_col("eigenvalue_gap_ratio"), text_col("check")});
+    int failed_checks = 0, applicable = 0;
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      for (const auto& [precision, list] : {std::pair{"float", checks[i].first}, std::pair{"double", checks[i].second}})
+        for (std::size_t p = 0; p < list.size(); ++p) {
+          const PathCheck& c = list[p];
+          const bool ok = c.status == "ok";
+          const bool pass = ok && std::max({c.residual, c.orthogonality, c.eigenvalue_gap}) <= kResidualRatioThreshold;
+          if (c.status != "not_applicable") { ++applicable; failed_checks += !pass; }
+          accuracy.add_row({configs[i].family, configs[i].d, configs[i].dk, precision, path_name(kPaths[p]), c.status,
+                            c.pairs, c.residual, c.orthogonality, c.eigenvalue_gap,
+                            c.status == "not_applicable" ? "n/a" : pass ? "pass" : "FAIL"});
+        }
+    const std::string accuracy_file = "qk_eigen_paths.csv";
+    accuracy.write(cli.output_path(accuracy_file));
+
+    // 2. Timing against d at fixed d_k, and against d_k at fixed d, one path at a time
+    //    (sequential: parallel runs would compete for the cores they are timing).
+    const std::vector<Eigen::Index> dims_dense = quick ? std::vector<Eigen::Index>{32, 64, 128, 256} : std::vector<Eigen::Index>{64, 128, 256, 512, 1024};
+    const std::vector<Eigen::Index> dims_low = quick ? std::vector<Eigen::Index>{64, 128, 256, 512} : std::vector<Eigen::Index>{128, 256, 512, 1024, 2048, 4096};
+    const std::vector<Eigen::Index> dks = quick ? std::vector<Eigen::Index>{2, 4, 8, 16} : std::vector<Eigen::Index>{4, 8, 16, 32, 64};
+    const Eigen::Index fixed_d = quick ? 256 : 2048;
+    Rng rng(derive_seed(cli.options().seed, 1u << 20));
+    std::vector<TimingPoint> points;
+    Progress progress("eigen timing", 2 * dims_low.size() + dims_dense.size() + 2 * dks.size());
+    for (Path p : kPaths)
+      for (Eigen::Index d : p == Path::dense ? dims_dense : dims_low) {
+        points.push_back(time_path(p, d, std::min(kFixedDk, d / 2), rng, quick));
+        progress.tick();
+      }
+    for (Path p : {Path::lanczos, Path::qr})
+      for (Eigen::Index dk : dks) {
+        points.push_back(time_path(p, fixed_d, dk, rng, quick));
+        progress.tick();
+      }
+    CsvTable timing({text_col("path"), text_col("sweep"), int_col("d"), int_col("d_k"), real_col("median_seconds"),
+                     real_col("model_multiply_adds"), int_col("operator_applications")});
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const auto& t = points[i];
+      const bool d_sweep = i < 2 * dims_low.size() + dims_dense.size();
+      timing.add_row({path_name(t.path), d_sweep ? "d" : "d_k", t.d, t.dk, t.seconds, t.model_multiply_adds, t.operator_applications});
+    }
+    const std::string timing_file = "qk_eigen_cost_timing.csv";
+    timing.write(cli.output_path(timing_file));
+
+    // 3. Fitted exponents and the verdict, by a rule fixed here: holds if every path's
+    //    time exponent in d is consistent with linear (interval lower bound <= 1.3);
+    //    conditional if only some are; fails if none.
+    std::string fits;
+    WorstByCondition lower_bounds;
+    double qr_slope = 0;
+    for (Path p : kPaths) {
+      std::vector<double> x, y;
+      for (std::size_t i = 0; i < 2 * dims_low.size() + dims_dense.size(); ++i)
+        if (points[i].path == p) { x.push_back(static_cast<double>(points[i].d)); y.push_back(points[i].seconds); }
+      const PowerLawFit f = fit_power_law(x, y);
+      if (p == Path::qr) qr_slope = f.slope;
+      fits += fmt::format("{} path: time ~ d^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), f.slope, f.slope_interval.lower, f.slope_interval.upper);
+      lower_bounds.add(path_name(p), fmt::format("the {} path", path_name(p)), f.slope_interval.lower);
+    }
+    for (Path p : {Path::lanczos, Path::qr}) {
+      std::vector<double> x, y;
+      for (std::size_t i = 2 * dims_low.size() + dims_dense.size(); i < points.size(); ++i)
+        if (points[i].path == p) { x.push_back(static_cast<double>(points[i].dk)); y.push_back(points[i].seconds); }
+      const PowerLawFit f = fit_power_law(x, y);
+      fits += fmt::format("{} path at d = {}: time ~ d_k^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), fixed_d, f.slope, f.slope_interval.lower, f.slope_interval.upper);
+    }
+    Judgement j = judge_by_condition(lower_bounds, kLinearExponentMax);
+    j.note = (j.note.empty() ? "" : j.note + " ") + fits +
+             fmt::format("path checks: {} of {} applicable decompositions failed their residual/orthogonality/eigenvalue check (see {}).",
+                         failed_checks, applicable, accuracy_file);
+    merge_into_ledger(cli.ledger_path(),
+                      {ClaimRow{"R7", kSource, j.verdict,
+                                fmt::format("fitted exponent of median time in d at d_k = {} (QR path shown; all paths in note)", kFixedDk),
+                                qr_slope, kLinearExponentMax, cli.evidence_path(timing_file), j.note}});
+  });
+}

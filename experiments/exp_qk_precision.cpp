@@ -1,0 +1,122 @@
+// R9: how much rounding the eigen-decomposition route adds to attention scores, float and double.
+#include <fmt/format.h>
+
+#include "attnlab/csv_table.hpp"
+#include "attnlab/experiment_cli.hpp"
+#include "attnlab/ledger.hpp"
+#include "attnlab/parallel_trials.hpp"
+#include "attnlab/reparameterized_attention.hpp"
+#include "attnlab/rng.hpp"
+#include "attnlab/statistics.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+constexpr const char* kSource = "000_b0b7043ddc03e9e4.txt";
+// Rounding "affects the result" when the reparameterized scores carry at least twice
+// the relative error of the direct product computed in the same precision.
+constexpr double kAmplificationThreshold = 2.0;
+
+struct Config {
+  Eigen::Index d, dk, n;
+  double cond;
+  int rep;
+};
+
+struct Errors {
+  double direct_scores, dense_scores, qr_scores, direct_output, dense_output, qr_output;
+};
+
+// Relative Frobenius error of `approx` against a higher-precision reference.
+template <typename T, typename R>
+double relative_error(const Mat<T>& approx, const Mat<R>& ref) {
+  const Mat<R> diff = approx.template cast<R>() - ref;
+  return static_cast<double>(diff.norm() / ref.norm());
+}
+
+// Everything in precision T; references in precision R (double for float runs, long
+// double for double runs) from the very same T-rounded inputs, so only arithmetic differs.
+template <typename T, typename R>
+Errors measure(const Eigen::MatrixXd& x64, const Eigen::MatrixXd& wq64, const Eigen::MatrixXd& wk64, const Eigen::MatrixXd& wv64) {
+  const Mat<T> x = x64.cast<T>(), wq = wq64.cast<T>(), wk = wk64.cast<T>(), wv = wv64.cast<T>();
+  const Mat<R> xr = x.template cast<R>(), wqr = wq.template cast<R>(), wkr = wk.template cast<R>(), wvr = wv.template cast<R>();
+  const T scale = T(1) / std::sqrt(static_cast<T>(wq.cols()));
+  const R scale_r = R(1) / std::sqrt(static_cast<R>(wq.cols()));
+
+  // References: X M X^T for the direct route, X S_w X^T for the reparameterized one (they
+  // differ by the skew part, R4), and the attention outputs of each.
+  const Mat<R> mr = qk_product(wqr, wkr);
+  const Mat<R> ref_direct = merged_scores(xr, mr);
+  const Mat<R> ref_sym = merged_scores(xr, symmetric_part(mr));
+  const Mat<R> ref_out_direct = attention_from_scores<R>(ref_direct, xr * wvr, scale_r);
+  const Mat<R> ref_out_sym = attention_from_scores<R>(ref_sym, xr * wvr, scale_r);
+
+  const Mat<T> v = x * wv;
+  const Mat<T> direct = factored_scores(x, wq, wk);
+  const EigenPairs<T> dense = eigen_dense<T>(symmetric_part(qk_product(wq, wk)));
+  const EigenPairs<T> low = eigen_low_rank_qr(wq, wk);
+  if (dense.status != EigenStatus::ok || low.status != EigenStatus::ok)
+    throw std::runtime_error("eigen-decomposition failed: " + dense.detail + low.detail);
+  const Mat<T> via_dense = reparameterized_scores(x, dense), via_qr = reparameterized_scores(x, low);
+  return {relative_error(direct, ref_direct),
+          relative_error(via_dense, ref_sym),
+          relative_error(via_qr, ref_sym),
+          relative_error(attention_from_scores<T>(direct, v, scale), ref_out_direct),
+          relative_error(attention_from_scores<T>(via_dense, v, scale), ref_out_sym),
+          relative_error(attention_from_scores<T>(via_qr, v, scale), ref_out_sym)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ExperimentCli cli("exp_qk_precision", "R9: rounding of the eigen-decomposition route vs the direct product (seed 000)");
+  cli.parse(argc, argv);
+  return run_experiment(cli.name(), [&] {
+    const bool quick = cli.options().quick;
+    std::vector<Config> configs;
+    for (Eigen::Index d : quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{64, 256})
+      for (Eigen::Index dk : quick ? std::vector<Eigen::Index>{4, 8} : std::vector<Eigen::Index>{8, 32})
+        for (double cond : quick ? std::vector<double>{1, 1e4} : std::vector<double>{1, 1e2, 1e4, 1e6})
+          for (int rep = 0; rep < (quick ? 1 : 3); ++rep) configs.push_back({d, dk, quick ? 32 : 128, cond, rep});
+
+    const auto results = run_trials<std::pair<Errors, Errors>>(configs.size(), "qk precision", [&](std::size_t i) {
+      const Config& c = configs[i];
+      Rng rng(derive_seed(cli.options().seed, i));
+      // W_Q, W_K with singular values spread from 1 to 1/cond; X and W_V gaussian.
+      const Eigen::VectorXd s = geometric_spectrum(c.dk, c.cond);
+      const Eigen::MatrixXd wq = matrix_with_singular_values(c.d, c.dk, s, rng);
+      const Eigen::MatrixXd wk = matrix_with_singular_values(c.d, c.dk, s, rng);
+      const Eigen::MatrixXd x = gaussian_matrix(c.n, c.d, rng);
+      const Eigen::MatrixXd wv = gaussian_matrix(c.d, c.dk, rng, 1.0 / std::sqrt(static_cast<double>(c.d)));
+      return std::pair{measure<float, double>(x, wq, wk, wv), measure<double, long double>(x, wq, wk, wv)};
+    });
+
+    CsvTable table({int_col("d"), int_col("d_k"), int_col("n"), real_col("cond_W"), int_col("rep"), text_col("precision"),
+                    real_col("direct_scores_error"), real_col("dense_eig_scores_error"), real_col("qr_eig_scores_error"),
+                    real_col("direct_output_error"), real_col("dense_eig_output_error"), real_col("qr_eig_output_error")});
+    double worst = 0;
+    std::string worst_where;
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
+      for (const auto& [precision, e] : {std::pair{"float", results[i].first}, std::pair{"double", results[i].second}}) {
+        table.add_row({c.d, c.dk, c.n, c.cond, c.rep, precision, e.direct_scores, e.dense_scores, e.qr_scores,
+                       e.direct_output, e.dense_output, e.qr_output});
+        const double amp = std::max(e.dense_scores, e.qr_scores) / e.direct_scores;
+        if (amp > worst) {
+          worst = amp;
+          worst_where = fmt::format("{} at d = {}, d_k = {}, cond(W) = {:g} (direct {:.2g}, dense-eig route {:.2g}, QR route {:.2g})",
+                                    precision, c.d, c.dk, c.cond, e.direct_scores, e.dense_scores, e.qr_scores);
+        }
+      }
+    }
+    const std::string file = "qk_precision.csv";
+    table.write(cli.output_path(file));
+    const bool affects = worst >= kAmplificationThreshold;
+    merge_into_ledger(cli.ledger_path(),
+                      {ClaimRow{"R9", kSource, affects ? Verdict::holds : Verdict::fails,
+                                "max over configurations of (relative score error of the eigen route) / (relative error of the direct product), same precision",
+                                worst, kAmplificationThreshold, cli.evidence_path(file),
+                                "largest amplification: " + worst_where}});
+  });
+}

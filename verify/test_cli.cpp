@@ -1,0 +1,51 @@
+// Bad input to an experiment: one line naming the problem, exit status 2, no file written.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "support.hpp"
+
+using attnlab::testing::run_binary;
+using attnlab::testing::ScratchDir;
+
+namespace {
+// Any experiment shares the command line; the smallest one keeps this fast.
+constexpr const char* kExperiment = "exp_qk_precision";
+}
+
+TEST_CASE("bad flags give exit status 2, one line, and no output file") {
+  ScratchDir dir;
+  std::ofstream(dir.path() / "a-file") << "x";
+  const std::string out = (dir.path() / "out").string();
+  const std::vector<std::vector<std::string>> cases = {
+      {"--bogus"},
+      {"--seed", "abc"},
+      {"--seed", "-1"},
+      {"--seed", "1e3"},
+      {"--threads", "0"},
+      {"--threads", "1.5"},
+      {"--threads", "nan"},
+      {"--out", (dir.path() / "a-file").string()},
+      {"--out", (dir.path() / "a-file" / "below").string()},
+  };
+  for (auto args : cases) {
+    if (args[0] != "--out") {
+      args.push_back("--out");
+      args.push_back(out);
+    }
+    INFO("args: " << args[0] << " " << (args.size() > 1 ? args[1] : ""));
+    const auto r = run_binary(kExperiment, args);
+    CHECK(r.exit_status == 2);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.find(kExperiment) == 0);
+    CHECK((!std::filesystem::exists(out) || std::filesystem::is_empty(out)));
+  }
+  CHECK(dir.files() == std::vector<std::string>{"a-file"});
+}
+
+TEST_CASE("--help prints the common flags and exits 0") {
+  const auto r = run_binary(kExperiment, {"--help"});
+  CHECK(r.exit_status == 0);
+  for (const char* flag : {"--seed", "--quick", "--out", "--threads"}) CHECK(r.output.find(flag) != std::string::npos);
+}

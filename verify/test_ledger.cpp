@@ -1,0 +1,78 @@
+// Checks of the claims ledger: merging, ordering, validation.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <limits>
+
+#include "attnlab/ledger.hpp"
+#include "support.hpp"
+
+using namespace attnlab;
+using attnlab::testing::ScratchDir;
+
+namespace {
+ClaimRow row(const std::string& id, Verdict v, double observed, const std::string& note = "") {
+  return {id, "seed.txt", v, "metric", observed, 1.0, "results/x.csv", note};
+}
+}  // namespace
+
+TEST_CASE("claim ids sort by letter, then by number") {
+  CHECK(claim_id_less("R2", "R10"));
+  CHECK_FALSE(claim_id_less("R10", "R2"));
+  CHECK(claim_id_less("L4", "R1"));
+  CHECK(claim_id_less("R11", "S1"));
+}
+
+TEST_CASE("an experiment replaces its own rows and leaves the others untouched") {
+  ScratchDir dir;
+  const auto ledger = dir.path() / "claims.csv";
+  merge_into_ledger(ledger, {row("R10", Verdict::holds, 1), row("R2", Verdict::fails, 2)});
+  merge_into_ledger(ledger, {row("S1", Verdict::holds, 3)});
+  merge_into_ledger(ledger, {row("R2", Verdict::conditional, 4, "only when x, since y")});
+  const std::string text = attnlab::testing::read_text(ledger);
+  CHECK(text ==
+        "id,source,verdict,metric,observed,threshold,evidence,note\n"
+        "R2,seed.txt,conditional,metric,4,1,results/x.csv,\"only when x, since y\"\n"
+        "R10,seed.txt,holds,metric,1,1,results/x.csv,\n"
+        "S1,seed.txt,holds,metric,3,1,results/x.csv,\n");
+  const auto rows = read_ledger(ledger);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].note == "only when x, since y");
+  CHECK(rows[0].observed == 4.0);
+  CHECK(dir.files() == std::vector<std::string>{"claims.csv"});
+}
+
+TEST_CASE("rows that break the ledger's rules are refused and the ledger is unchanged") {
+  ScratchDir dir;
+  const auto ledger = dir.path() / "claims.csv";
+  merge_into_ledger(ledger, {row("R1", Verdict::holds, 1)});
+  const std::string before = attnlab::testing::read_text(ledger);
+  CHECK_THROWS_AS(merge_into_ledger(ledger, {row("R2", Verdict::conditional, 1)}), std::invalid_argument);  // no note
+  CHECK_THROWS_AS(merge_into_ledger(ledger, {row("R2", Verdict::holds, 1), row("R2", Verdict::holds, 1)}),
+                  std::invalid_argument);  // duplicate
+  ClaimRow no_evidence = row("R3", Verdict::fails, 1);
+  no_evidence.evidence.clear();
+  CHECK_THROWS_AS(merge_into_ledger(ledger, {no_evidence}), std::invalid_argument);
+  ClaimRow nan = row("R4", Verdict::fails, std::numeric_limits<double>::quiet_NaN());
+  CHECK_THROWS_AS(merge_into_ledger(ledger, {nan}), std::invalid_argument);
+  ClaimRow untested{"U16", "seed.txt", Verdict::untested, "accuracy", std::nullopt, std::nullopt, "", ""};
+  CHECK_THROWS_AS(merge_into_ledger(ledger, {untested}), std::invalid_argument);  // untested needs a reason
+  CHECK(attnlab::testing::read_text(ledger) == before);
+  untested.note = "needs a dataset that is not available offline";
+  merge_into_ledger(ledger, {untested});
+  CHECK(read_ledger(ledger).back().verdict == Verdict::untested);
+}
+
+TEST_CASE("a ledger with a wrong header is rejected with the file named") {
+  ScratchDir dir;
+  const auto ledger = dir.path() / "claims.csv";
+  {
+    std::ofstream(ledger) << "id,verdict\nR1,holds\n";
+  }
+  try {
+    read_ledger(ledger);
+    FAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("claims.csv") != std::string::npos);
+  }
+}

@@ -1,0 +1,80 @@
+// Checks of the statistics against known values.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "attnlab/rng.hpp"
+#include "attnlab/statistics.hpp"
+#include "attnlab/verdict.hpp"
+
+using namespace attnlab;
+
+TEST_CASE("Clopper-Pearson intervals match published values") {
+  // 0 of 10: upper = 1 - 0.025^(1/10) exactly.
+  const Interval zero = clopper_pearson(0, 10);
+  CHECK(zero.lower == 0.0);
+  CHECK(zero.upper == doctest::Approx(1 - std::pow(0.025, 0.1)).epsilon(1e-12));
+  // 5 of 10 (e.g. R's binom.test): [0.1870860, 0.8129140].
+  const Interval half = clopper_pearson(5, 10);
+  CHECK(half.lower == doctest::Approx(0.1870860).epsilon(1e-6));
+  CHECK(half.upper == doctest::Approx(0.8129140).epsilon(1e-6));
+  // n of n: lower = 0.025^(1/n).
+  const Interval all = clopper_pearson(20, 20);
+  CHECK(all.upper == 1.0);
+  CHECK(all.lower == doctest::Approx(std::pow(0.025, 1.0 / 20)).epsilon(1e-12));
+  CHECK_THROWS_AS(clopper_pearson(3, 2), std::invalid_argument);
+  CHECK_THROWS_AS(clopper_pearson(0, 0), std::invalid_argument);
+}
+
+TEST_CASE("power-law fits recover exact exponents and cover the true one under noise") {
+  const PowerLawFit exact = fit_power_law({1, 2, 4, 8}, {3, 12, 48, 192});
+  CHECK(exact.slope == doctest::Approx(2.0).epsilon(1e-12));
+  CHECK(std::exp(exact.intercept) == doctest::Approx(3.0).epsilon(1e-12));
+  CHECK(exact.slope_interval.upper - exact.slope_interval.lower < 1e-9);
+
+  // Multiplicative noise: the 95% interval covers the true slope in about 95% of fits.
+  Rng rng(99);
+  int covered = 0;
+  constexpr int fits = 400;
+  for (int f = 0; f < fits; ++f) {
+    std::vector<double> x, y;
+    for (double v = 1; v <= 1024; v *= 2) {
+      x.push_back(v);
+      y.push_back(std::pow(v, 1.5) * std::exp(0.2 * rng.normal()));
+    }
+    const PowerLawFit fit = fit_power_law(x, y);
+    covered += fit.slope_interval.lower <= 1.5 && 1.5 <= fit.slope_interval.upper;
+  }
+  // Binomial(400, 0.95): mean 380, sd 4.4; 360 is 4.6 sd below.
+  CHECK(covered >= 360);
+  CHECK_THROWS_AS(fit_power_law({1, 2}, {1, 2}), std::invalid_argument);
+  CHECK_THROWS_AS(fit_power_law({1, 2, 3}, {1, 0, 2}), std::invalid_argument);
+  CHECK_THROWS_AS(fit_power_law({2, 2, 2}, {1, 2, 3}), std::invalid_argument);
+}
+
+TEST_CASE("medians of odd and even counts") {
+  CHECK(median({3, 1, 2}) == 2);
+  CHECK(median({4, 1, 3, 2}) == 2.5);
+  CHECK(median({7}) == 7);
+  CHECK_THROWS_AS(median({}), std::invalid_argument);
+}
+
+TEST_CASE("verdicts by condition: all, some or none within the threshold") {
+  WorstByCondition all;
+  all.add("a", "case a", 1);
+  all.add("b", "case b", 2);
+  CHECK(judge_by_condition(all, 30).verdict == Verdict::holds);
+  CHECK(judge_by_condition(all, 30).observed == 2);
+
+  WorstByCondition some = all;
+  some.add("b", "case b", 1e10);
+  const Judgement j = judge_by_condition(some, 30);
+  CHECK(j.verdict == Verdict::conditional);
+  CHECK(j.note == "holds only for case a. Fails for case b.");
+  CHECK(j.observed == 1e10);
+
+  WorstByCondition none;
+  none.add("a", "case a", std::nan(""));
+  CHECK(judge_by_condition(none, 30).verdict == Verdict::fails);
+  CHECK_THROWS_AS(judge_by_condition(WorstByCondition{}, 30), std::invalid_argument);
+}
