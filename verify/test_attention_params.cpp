@@ -34,7 +34,7 @@ TEST_CASE("parameter count: the same for every allowed head count, with and with
         }
 }
 
-TEST_CASE("bias by augmentation: [X | 1][W; b^T] = X W + 1 b^T to rounding") {
+TEST_CASE("bias by augmentation: X with a ones column times W with a bias row equals X W + 1 b^T to rounding") {
   Rng rng(kSeed);
   INFO("seed " << kSeed);
   for (int n : {1, 2, 3, 17})
@@ -52,7 +52,7 @@ TEST_CASE("bias by augmentation: [X | 1][W; b^T] = X W + 1 b^T to rounding") {
     }
 }
 
-TEST_CASE("zero-padded growth leaves X W_Q W_K^T X^T unchanged; new columns get zero gradient") {
+TEST_CASE("zero-padded growth leaves X W_Q W_K^T X^T unchanged and new columns get zero gradient") {
   Rng rng(kSeed + 1);
   INFO("seed " << kSeed + 1);
   const int n = 6, d = 5, k = 2, p = 3;
@@ -89,7 +89,7 @@ TEST_CASE("head split: the reference projection is bitwise the concatenation of 
   }
 }
 
-TEST_CASE("factored and merged scores agree; counts match the formulas and the crossover") {
+TEST_CASE("factored and merged scores agree, and counts match the formulas and the crossover") {
   Rng rng(kSeed + 3);
   INFO("seed " << kSeed + 3);
   for (int n : {1, 2, 3, 9})

@@ -121,7 +121,7 @@ TEST_CASE("recipe: optimal when X has orthonormal columns up to scale, not on a 
   CHECK(f_recipe_x > closed_form_lowrank(b, x, r).predicted_minimum() + 1e-6 * b.squaredNorm());
 }
 
-TEST_CASE("attention loss: dL/dS matches central differences; softmax rows sum to one") {
+TEST_CASE("attention loss: dL/dS matches central differences and softmax rows sum to one") {
   Rng rng(kSeed + 5);
   INFO("seed " << kSeed + 5);
   for (int n : {1, 2, 3, 8}) {
