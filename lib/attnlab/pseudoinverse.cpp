@@ -1,0 +1,73 @@
+// Moore-Penrose pseudoinverses three ways and the Penrose conditions.
+#include "attnlab/pseudoinverse.hpp"
+
+#include "attnlab/numerical_rank.hpp"
+
+namespace attnlab {
+
+template <typename T>
+Pseudoinverse<T> pinv_svd(const Mat<T>& a, double cutoff) {
+  // a is m x n; U is m x k, V is n x k with k = min(m, n).
+  Eigen::BDCSVD<Mat<T>> svd(a, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Vec<T>& s = svd.singularValues();
+  Pseudoinverse<T> out;
+  out.cutoff = cutoff < 0 ? rank_tolerance<T>(s, a.rows(), a.cols()) : cutoff;
+  Vec<T> inv = Vec<T>::Zero(s.size());
+  for (Eigen::Index i = 0; i < s.size(); ++i)
+    if (static_cast<double>(s(i)) > out.cutoff) {
+      inv(i) = T(1) / s(i);
+      ++out.rank;
+    }
+  out.pinv = svd.matrixV() * inv.asDiagonal() * svd.matrixU().transpose();
+  return out;
+}
+
+template <typename T>
+Pseudoinverse<T> pinv_cod(const Mat<T>& a) {
+  Eigen::CompleteOrthogonalDecomposition<Mat<T>> cod(a);
+  Pseudoinverse<T> out;
+  out.pinv = cod.pseudoInverse();
+  out.rank = cod.rank();
+  out.cutoff = static_cast<double>(cod.threshold()) * static_cast<double>(cod.maxPivot());
+  return out;
+}
+
+template <typename T>
+bool has_full_column_rank(const Mat<T>& a) {
+  return a.rows() >= a.cols() && numerical_rank(a) == a.cols();
+}
+
+template <typename T>
+NormalEquationsPinv<T> pinv_normal_equations(const Mat<T>& a) {
+  NormalEquationsPinv<T> out;
+  out.rank = numerical_rank(a);
+  out.valid = a.rows() >= a.cols() && out.rank == a.cols();
+  const Mat<T> gram = a.transpose() * a;  // n x n, singular unless full column rank
+  out.pinv = gram.partialPivLu().solve(a.transpose());
+  return out;
+}
+
+template <typename T>
+PenroseResiduals penrose_residuals(const Mat<T>& a, const Mat<T>& p) {
+  const Mat<double> ad = a.template cast<double>(), pd = p.template cast<double>();
+  const Mat<double> ap = ad * pd, pa = pd * ad;
+  PenroseResiduals r;
+  r.apa = (ap * ad - ad).norm();
+  r.pap = (pa * pd - pd).norm();
+  r.ap_sym = (ap.transpose() - ap).norm();
+  r.pa_sym = (pa.transpose() - pa).norm();
+  return r;
+}
+
+template Pseudoinverse<float> pinv_svd(const Mat<float>&, double);
+template Pseudoinverse<double> pinv_svd(const Mat<double>&, double);
+template Pseudoinverse<float> pinv_cod(const Mat<float>&);
+template Pseudoinverse<double> pinv_cod(const Mat<double>&);
+template bool has_full_column_rank(const Mat<float>&);
+template bool has_full_column_rank(const Mat<double>&);
+template NormalEquationsPinv<float> pinv_normal_equations(const Mat<float>&);
+template NormalEquationsPinv<double> pinv_normal_equations(const Mat<double>&);
+template PenroseResiduals penrose_residuals(const Mat<float>&, const Mat<float>&);
+template PenroseResiduals penrose_residuals(const Mat<double>&, const Mat<double>&);
+
+}  // namespace attnlab

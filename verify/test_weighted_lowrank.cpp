@@ -1,0 +1,149 @@
+// Properties of the weighted low-rank regression: gradient, Z*, closed form, factored minimiser.
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "attnlab/attention_loss.hpp"
+#include "attnlab/pseudoinverse.hpp"
+#include "attnlab/rng.hpp"
+#include "attnlab/weighted_lowrank.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+constexpr std::uint64_t kSeed = 4104;
+
+// Central difference of f along E against <grad f, E>. f is quadratic in Z, so the
+// difference has no truncation error at any step h; what remains is rounding. With
+// S = ||B|| + ||X||^2 ||Z + hE|| the residual carries an error <= n eps S per entry-norm,
+// so each f value is off by <= 2 n eps S^2 (+ lower order), the difference quotient by
+// 2 n eps S^2 / h, and <G, E> by 2 n eps ||X||^2 S ||E||. The check allows 30 times that.
+template <typename T>
+void check_gradient(int n, int d, double h, Rng& rng) {
+  INFO("n " << n << " d " << d << " h " << h);
+  const Mat<T> b = gaussian_matrix<T>(n, n, rng), x = gaussian_matrix<T>(n, d, rng),
+               z = gaussian_matrix<T>(d, d, rng);
+  Mat<T> e = gaussian_matrix<T>(d, d, rng);
+  e /= e.norm();
+  const double fp = lowrank_objective<T>(b, x, Mat<T>(z + T(h) * e));
+  const double fm = lowrank_objective<T>(b, x, Mat<T>(z - T(h) * e));
+  const double fd = (fp - fm) / (2 * h);
+  const double dir = lowrank_gradient<T>(b, x, z).template cast<double>().cwiseProduct(e.template cast<double>()).sum();
+  const double eps = std::numeric_limits<T>::epsilon();
+  const double x2 = x.template cast<double>().squaredNorm();
+  const double s = b.template cast<double>().norm() + x2 * (z.template cast<double>().norm() + h);
+  const double tol = 30 * std::max(n, d) * eps * (2 * s * s / h + 2 * x2 * s);
+  CHECK(std::abs(fd - dir) <= tol);
+  // The check can fail: a gradient off by a factor 2 would miss by |dir|.
+  CHECK(std::abs(dir) > tol);
+}
+
+}  // namespace
+
+TEST_CASE("grad f matches central differences, float and double") {
+  Rng rng(kSeed);
+  INFO("seed " << kSeed);
+  for (int n : {1, 2, 3, 9})
+    for (int d : {1, 2, 3, 6}) {
+      check_gradient<double>(n, d, 1e-3, rng);
+      check_gradient<double>(n, d, 1.0, rng);
+      check_gradient<float>(n, d, 1.0, rng);
+    }
+}
+
+TEST_CASE("Z* = X^+ B X^+T zeroes the gradient, full column rank and rank-deficient X") {
+  Rng rng(kSeed + 1);
+  INFO("seed " << kSeed + 1);
+  for (const auto& [n, d] : std::vector<std::pair<int, int>>{{1, 1}, {3, 2}, {12, 5}, {2, 3}, {4, 9}}) {
+    INFO(n << "x" << d);
+    const Mat<double> b = gaussian_matrix(n, n, rng), x = gaussian_matrix(n, d, rng);
+    const Mat<double> z = unconstrained_minimiser(b, x);
+    const Mat<double> g = lowrank_gradient<double>(b, x, z);
+    const double x2 = pinv_svd<double>(x).pinv.norm() * x.norm();  // cond-like factor of X
+    // Rounding of Z* propagates through X^T X (.) X^T X: c n eps ||X||^2 ||B|| times cond^2.
+    CHECK(g.norm() <= 30 * std::max(n, d) * 2.2e-16 * x.squaredNorm() * b.norm() * x2 * x2);
+  }
+}
+
+TEST_CASE("closed form: attains its predicted minimum and beats random rank-r perturbations") {
+  Rng rng(kSeed + 2);
+  INFO("seed " << kSeed + 2);
+  for (const auto& [n, d, r] : std::vector<std::tuple<int, int, int>>{{1, 1, 1}, {3, 2, 1}, {10, 6, 2}, {4, 8, 3}}) {
+    INFO(n << "x" << d << " r " << r);
+    const Mat<double> b = gaussian_matrix(n, n, rng), x = gaussian_matrix(n, d, rng);
+    const auto cf = closed_form_lowrank(b, x, r);
+    const double f = lowrank_objective<double>(b, x, cf.factors.product());
+    CHECK(f == doctest::Approx(cf.predicted_minimum()).epsilon(1e-10).scale(b.squaredNorm()));
+    for (int t = 0; t < 20; ++t) {
+      LowRankFactors p = cf.factors;
+      p.left += 1e-3 * gaussian_matrix(d, p.left.cols(), rng);
+      p.right += 1e-3 * gaussian_matrix(d, p.right.cols(), rng);
+      CHECK(lowrank_objective<double>(b, x, p.product()) >= f - 1e-12 * b.squaredNorm());
+    }
+  }
+}
+
+TEST_CASE("factored minimiser: the known answer on orthonormal X, never below the closed form") {
+  Rng rng(kSeed + 3);
+  INFO("seed " << kSeed + 3);
+  for (const auto& [n, d, r] : std::vector<std::tuple<int, int, int>>{{2, 2, 1}, {3, 3, 2}, {12, 6, 2}, {20, 8, 3}}) {
+    INFO(n << "x" << d << " r " << r);
+    const Mat<double> b = gaussian_matrix(n, n, rng);
+    // Orthonormal columns Q: f(Z) = ||B - Q Q^T B Q Q^T||^2 + ||Q^T B Q - Z||^2, so the
+    // minimum is that first term plus the Eckart-Young tail of Q^T B Q.
+    const Mat<double> q = random_orthonormal(n, d, rng);
+    const Mat<double> c = q.transpose() * b * q;
+    const Vec<double> sc = Eigen::JacobiSVD<Mat<double>>(c).singularValues();
+    const double known = (b - q * c * q.transpose()).squaredNorm() + sc.tail(d - r).squaredNorm();
+    const auto fm = factored_minimiser(b, q, r, rng);
+    CHECK(fm.best_value == doctest::Approx(known).epsilon(1e-9).scale(b.squaredNorm()));
+    CHECK(fm.stationarity < 1e-6);
+    // Generic X: the closed form is never beaten by more than rounding.
+    const Mat<double> x = gaussian_matrix(n, d, rng);
+    const auto cf = closed_form_lowrank(b, x, r);
+    const auto fx = factored_minimiser(b, x, r, rng);
+    CHECK(fx.best_value >= cf.predicted_minimum() - 1e-10 * b.squaredNorm());
+    CHECK(fx.best_value == doctest::Approx(cf.predicted_minimum()).epsilon(1e-7).scale(b.squaredNorm()));
+  }
+}
+
+TEST_CASE("recipe: optimal when X has orthonormal columns up to scale, not on a generic X") {
+  Rng rng(kSeed + 4);
+  INFO("seed " << kSeed + 4);
+  const int n = 14, d = 7, r = 2;
+  const Mat<double> b = gaussian_matrix(n, n, rng);
+  const Mat<double> q = 3.0 * random_orthonormal(n, d, rng);
+  const double f_recipe_q = lowrank_objective<double>(b, q, recipe_lowrank(b, q, r).product());
+  CHECK(f_recipe_q == doctest::Approx(closed_form_lowrank(b, q, r).predicted_minimum()).epsilon(1e-10).scale(b.squaredNorm()));
+  const Mat<double> x = matrix_with_singular_values(n, d, geometric_spectrum(d, 100), rng);
+  const double f_recipe_x = lowrank_objective<double>(b, x, recipe_lowrank(b, x, r).product());
+  CHECK(f_recipe_x > closed_form_lowrank(b, x, r).predicted_minimum() + 1e-6 * b.squaredNorm());
+}
+
+TEST_CASE("attention loss: dL/dS matches central differences and softmax rows sum to one") {
+  Rng rng(kSeed + 5);
+  INFO("seed " << kSeed + 5);
+  for (int n : {1, 2, 3, 8}) {
+    const int d = 4, dv = 3;
+    AttentionLoss<double> loss(gaussian_matrix(n, d, rng), gaussian_matrix(d, dv, rng), gaussian_matrix(dv, d, rng),
+                               gaussian_matrix(n, d, rng));
+    const Mat<double> s = gaussian_matrix(n, n, rng);
+    const Mat<double> a = detail::row_softmax(s);
+    CHECK((a.rowwise().sum().array() - 1).abs().maxCoeff() <= 4 * n * 2.2e-16);
+    const Mat<double> g = loss.gradient(s);
+    // Central differences have O(h^2) truncation error; h = 1e-5 leaves ~1e-10 of it
+    // and ~1e-11 of rounding for O(1) values.
+    const double h = 1e-5;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        Mat<double> sp = s, sm = s;
+        sp(i, j) += h;
+        sm(i, j) -= h;
+        const double fd = (loss.value(sp) - loss.value(sm)) / (2 * h);
+        CHECK(fd == doctest::Approx(g(i, j)).epsilon(1e-6).scale(1.0));
+      }
+    // Rows of dL/dS sum to zero: softmax is invariant to adding a constant to a row.
+    CHECK(g.rowwise().sum().cwiseAbs().maxCoeff() <= 1e-12 * (1 + g.norm()));
+  }
+}
