@@ -52,6 +52,7 @@ BiasResult bias_augmentation(Eigen::Index n, Eigen::Index d, Eigen::Index m, Rng
 // G7 in precision T: grow d_k = k by p zero columns (Remark 2.2) and measure.
 struct GrowthResult {
   double product_ratio = 0;     // ||X W_Q' W_K'^T X^T - X W_Q W_K^T X^T|| in rounding units
+  double bias_product_ratio = 0;  // the same with [X | 1] and bias rows, padded as Remark 2.2 says
   bool product_bitwise = false;
   double rescaled_change = 0;   // ||S' - S|| / ||S|| when 1/sqrt(d_k) becomes 1/sqrt(d_k + p)
   double both_new_change = 0;   // ||S' - S|| / ||S|| with random new columns on both sides
@@ -99,6 +100,15 @@ GrowthResult growth(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index
   step_on_new(wq2, wk2, r.zero_new_grad, r.zero_step_change, nullptr);
   const Mat<T> wk_one = wk2 + new_columns_block(Mat<T>(gaussian_matrix<T>(d, p, rng, sd)), k);
   step_on_new(wq2, wk_one, r.one_side_grad, r.one_side_step_change, &r.one_side_predicted);
+  // With bias: X' = [X | 1], W' = [W; b^T]; the new columns are zero in the bias row too.
+  const Mat<T> xa = append_ones_column(x);
+  const Mat<T> wqa = append_bias_row(wq, Vec<T>(gaussian_matrix<T>(k, 1, rng, sd)));
+  const Mat<T> wka = append_bias_row(wk, Vec<T>(gaussian_matrix<T>(k, 1, rng, sd)));
+  const Mat<T> sa_old = attention_scores(xa, wqa, wka, T(1));
+  const Mat<T> sa_new = attention_scores(xa, zero_pad_columns(wqa, p), zero_pad_columns(wka, p), T(1));
+  const double unit_a = xa.template cast<double>().squaredNorm() * wqa.template cast<double>().norm() *
+                        wka.template cast<double>().norm();
+  r.bias_product_ratio = residual_ratio<T>((sa_new - sa_old).template cast<double>().norm(), double(d + 1), unit_a);
   return r;
 }
 
@@ -162,29 +172,34 @@ int main(int argc, char** argv) {
     }
     CsvTable bias_table({int_col("n"), int_col("d"), text_col("precision"), real_col("ratio"), text_col("bitwise")});
     CsvTable grow_table({int_col("n"), int_col("d"), int_col("d_k"), int_col("p"), text_col("precision"),
-                         real_col("product_ratio"), text_col("product_bitwise"), real_col("rescaled_score_change"),
+                         real_col("product_ratio"), text_col("product_bitwise"), real_col("bias_product_ratio"), real_col("rescaled_score_change"),
                          real_col("both_sides_new_score_change"), real_col("zero_padded_new_grad"),
                          real_col("zero_padded_step_loss_change"), real_col("one_side_new_grad"),
                          real_col("one_side_step_loss_change"), real_col("one_side_first_order_prediction")});
     double worst_bias = 0, worst_product = 0, max_rescaled = 0, min_rescaled = std::numeric_limits<double>::infinity(),
            max_zero_grad = 0, min_both_new = std::numeric_limits<double>::infinity();
-    int bias_bitwise = 0, product_bitwise = 0;
+    int bias_bitwise = 0, product_bitwise = 0, one_side_moves = 0, one_side_trials = 0;
     for (std::size_t i = 0; i < trials.size(); ++i) {
       const auto& t = trials[i];
       const char* prec = t.single ? "float" : "double";
       bias_table.add_row({t.n, t.d, prec, bias[i].ratio, bias[i].bitwise});
       const auto& g = grow[i];
       grow_table.add_row({t.n, std::max<Eigen::Index>(t.d, k + p), k, p, prec, g.product_ratio, g.product_bitwise,
+                          g.bias_product_ratio,
                           g.rescaled_change, g.both_new_change, g.zero_new_grad, g.zero_step_change, g.one_side_grad,
                           g.one_side_step_change, g.one_side_predicted});
       worst_bias = std::max(worst_bias, bias[i].ratio);
       bias_bitwise += bias[i].bitwise;
-      worst_product = std::max(worst_product, g.product_ratio);
+      worst_product = std::max({worst_product, g.product_ratio, g.bias_product_ratio});
       product_bitwise += g.product_bitwise;
       min_rescaled = std::min(min_rescaled, g.rescaled_change);
       max_rescaled = std::max(max_rescaled, g.rescaled_change);
       max_zero_grad = std::max(max_zero_grad, g.zero_new_grad);
       min_both_new = std::min(min_both_new, g.both_new_change);
+      if (t.n >= 2) {  // with one token the softmax is constant and every gradient vanishes
+        ++one_side_trials;
+        one_side_moves += g.one_side_grad > 0 && g.one_side_step_change < 0;
+      }
     }
     bias_table.write(cli.output_path("param_bias.csv"));
     grow_table.write(cli.output_path("param_growth.csv"));
@@ -204,7 +219,8 @@ int main(int argc, char** argv) {
       // Fixed rule: the product must be unchanged; if S = QK^T/sqrt(d_k) with the temperature
       // recomputed at d_k + p also stays unchanged, holds; if only the product does, conditional.
       ClaimRow c{"G7", kSource, Verdict::fails,
-                 "max ||X W_Q' W_K'^T X^T - X W_Q W_K^T X^T|| / (d eps ||X||^2 ||W_Q|| ||W_K||), float and double",
+                 "max ||X W_Q' W_K'^T X^T - X W_Q W_K^T X^T|| / (d eps ||X||^2 ||W_Q|| ||W_K||), float and double, "
+                 "without and with bias rows",
                  worst_product, kRatioThreshold, cli.evidence_path("param_growth.csv"), ""};
       const bool product_ok = worst_product <= kRatioThreshold;
       // Unchanged means a relative change at rounding level in the coarser precision (float).
@@ -214,8 +230,9 @@ int main(int argc, char** argv) {
           "product unchanged (bitwise in {}/{} trials); S = QK^T/sqrt(d_k) changes by >= {:.3g} relative if the "
           "temperature is recomputed at d_k + p, so it holds only with the old 1/sqrt(d_k) kept. Zero columns on "
           "both sides get zero gradient (max {:.3g}): one SGD step leaves the loss unchanged; a random new W_K block "
-          "with zero W_Q block keeps S and gets a nonzero gradient; random blocks on both sides change S by >= {:.3g}",
-          product_bitwise, trials.size(), min_rescaled, max_zero_grad, min_both_new);
+          "with zero W_Q block keeps S, and one step on the new W_Q columns lowers the loss in {}/{} trials with n >= "
+          "2; random blocks on both sides change S by >= {:.3g}",
+          product_bitwise, trials.size(), min_rescaled, max_zero_grad, one_side_moves, one_side_trials, min_both_new);
       claims.push_back(c);
     }
     merge_into_ledger(cli.ledger_path(), claims);
