@@ -317,7 +317,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     if categorical:
         lines.append(f"set xrange [-0.5:{len(cats) - 0.5}]")
         lines.append("set xtics (" + ", ".join(f"{gp_str(c)} {i}" for i, c in enumerate(cats)) + ") noenhanced")
-    plots, data = [], []
+    plots, data, fits = [], [], []
     for i, label in enumerate(order):
         pts = series[label]
         if not pts:
@@ -341,13 +341,15 @@ def build_figure(fig, rows, out_svg, gnuplot):
                 pm = f" ± {half:.2f}" if math.isfinite(half) else ""
                 plots.append(f"(x >= {min(x for x, _, _, _ in pts if x >= lo_x)!r} ? exp({icept!r}) * x**{slope!r} : 1/0) "
                              f"with lines {color} dt 2 lw 1.5 title {gp_str(f'fit {label}: slope {slope:.2f}{pm}')}")
-                notes.append(f"{label}: fitted slope {slope:.2f}{pm} (95% Student-t interval, least squares on logs"
-                             + (f", x ≥ {fmt_num(lo_x)}" if lo_x > -math.inf else "") + ")")
+                fits.append(f"{label} {slope:.2f}{pm}")
     if zeros:
         data.append("$zeros << EOD")
         data += [f"{x!r} {y!r}" for x, y in zeros]
         data.append("EOD")
         plots.append(f"$zeros using 1:2 with points lc rgb 'black' pt 6 ps 1.2 title {gp_str(f'value 0 (drawn at {floor:.0e})')}")
+    if fits:
+        notes.append("Fitted slopes (least squares on logs, 95% Student-t interval"
+                     + (f", x ≥ {fmt_num(fig['fit_min_x'])}" if "fit_min_x" in fig else "") + "): " + "; ".join(fits))
     for ref in fig.get("refs", []):
         plots.append(f"{ref['expr']} with lines lc rgb '#555555' dt {ref.get('dt', 3)} lw 1.2 title {gp_str(ref['label'])}")
     if fig.get("fit") == "power" or fig.get("refs"):
@@ -400,14 +402,20 @@ READING = """\
 - **conditional**: the claim holds only under the condition the note names (a family, a range of sizes, a
   precision) and fails outside it.
 - **untested**: it cannot be measured here; the note says why.
-- *Observed* and *threshold* are in the units of the metric column; for ratio metrics, "observed ≤ threshold" is
-  the criterion, for exponents the note gives the interval.
+- *Observed* and *threshold* are in the units of the metric column. For residual ratios "observed ≤ threshold"
+  means the identity holds; for a claim that something *does* matter (R9: precision affects the result) the
+  comparison runs the other way; for exponents the note gives the fitted interval per path or method.
 - Timings depend on this machine (header); exponents transfer, absolute seconds do not.
 """
 
 
 def md_escape(s):
-    return str(s).replace("|", "\\|").replace("\n", " ")
+    """Plain text for a Markdown table cell or paragraph: the math in claims and metrics (W_Q, Z*, <=, |x|)
+    must not turn into emphasis, HTML or cell breaks."""
+    s = str(s).replace("\\", "\\\\").replace("\n", " ")
+    for ch in "|*_<>`[]":
+        s = s.replace(ch, "\\" + ch)
+    return s
 
 
 def main():
@@ -510,11 +518,11 @@ def main():
             cid = r["id"]
             stmt, measure = catalogue.get(cid, (r["metric"], ""))[:2]
             w(f"### {cid}\n")
-            w(f"**Claim.** {stmt}\n")
+            w(f"**Claim.** {md_escape(stmt)}\n")
             ev = resolve_evidence(r["evidence"], results)
-            what = f"**Measured.** {r['metric']}"
+            what = f"**Measured.** {md_escape(r['metric'])}"
             if measure:
-                what += f" (catalogue: {measure})"
+                what += f" (catalogue: {md_escape(measure)})"
             w(what + ".")
             if ev:
                 w(f"Evidence [`{os.path.basename(ev)}`]({rel(ev)}): {describe_table(table(ev))}.\n")
@@ -524,12 +532,13 @@ def main():
                 w("")
             why = f"**Verdict: {r['verdict']}.** Observed {fmt_num(r['observed'])} against threshold {fmt_num(r['threshold'])}."
             if r.get("note"):
-                why += " " + r["note"].strip()
+                why += " " + md_escape(r["note"].strip())
             w(why + "\n")
             for fig, notes in figs_for.get(cid, []):
-                w(f"![{fig.get('title', fig['name'])}](figures/{fig['name']}.svg)\n")
+                alt = re.sub(r"&\{i\}|[{}]", "", fig.get("title", fig["name"]))
+                w(f"![{md_escape(alt)}](figures/{fig['name']}.svg)\n")
                 if fig.get("caption") or notes:
-                    w("*" + " ".join([fig.get("caption", "")] + [n + "." for n in notes]).strip() + "*\n")
+                    w("*" + md_escape(" ".join([fig.get("caption", "")] + [n + "." for n in notes]).strip()) + "*\n")
             exes = []
             if ev:
                 exes.append(experiment_for(os.path.basename(ev), spec))
