@@ -195,7 +195,8 @@ def y_value(row, y):
     if "ratio" in y:
         a, b = (as_float(row.get(c)) for c in y["ratio"])
         return a / b if a is not None and b else None
-    return as_float(row.get(y["col"]))
+    v = as_float(row.get(y["col"]))
+    return abs(v) if v is not None and y.get("abs") else v
 
 
 def gp_str(s):
@@ -211,8 +212,10 @@ def gp_label(s):
 def decide_log(setting, values):
     """log if asked, or (auto) if the positive values span more than two decades."""
     pos = [v for v in values if v > 0]
-    if setting is True or setting is False:
-        return setting
+    if setting is False:
+        return False
+    if setting is True:  # asked for, unless the data span less than a decade: a log axis would show no tick
+        return bool(pos) and max(pos) / min(pos) >= 10
     return bool(pos) and min(pos) > 0 and max(pos) / min(pos) > 100 and len(pos) >= 0.5 * len(values)
 
 
@@ -256,7 +259,8 @@ def build_figure(fig, rows, out_svg, gnuplot):
         for key in sorted(groups, key=lambda k: tuple((as_float(c) is None, as_float(c) or 0, c) for c in k)):
             g = groups[key]
             pts = sorted(g) if how == "none" else sorted((x, aggregate(v, how), None, None) for x, v in g.items())
-            label = ", ".join(key)
+            # Numbers alone say nothing in a key ("64"): name their column ("n = 64"); names speak for themselves.
+            label = ", ".join(v if as_float(v) is None else f"{c} = {v}" for c, v in zip(series_cols, key))
             if len(ys) > 1 or not label:
                 label = (y.get("label", y.get("col", "")) + (f" ({label})" if label else ""))
             series[label] = pts
@@ -277,15 +281,18 @@ def build_figure(fig, rows, out_svg, gnuplot):
     notes = []
     # A log axis cannot show 0, yet an exact 0 (no rounding at all) is a result: draw those points on a floor
     # one decade below the smallest positive value, with their own marker and legend entry.
-    zeros, floor = [], None
+    zeros, floor, dropped = [], None, 0
     if logy or logx:
         pos = [y for y in ally if y > 0]
         floor = 10.0 ** (math.floor(math.log10(min(pos))) - 1) if pos else 1.0
         for label in order:
             keep = [p for p in series[label] if (not logy or p[1] > 0) and (not logx or p[0] > 0)]
             if logy:
-                zeros += [(p[0] + (jitter_of(label)), floor) for p in series[label] if p[1] <= 0 and (not logx or p[0] > 0)]
+                zeros += [(p[0] + (jitter_of(label)), floor) for p in series[label] if p[1] == 0 and (not logx or p[0] > 0)]
+            dropped += len(series[label]) - len(keep) - (len([p for p in series[label] if p[1] == 0]) if logy else 0)
             series[label] = keep
+        if dropped:
+            notes.append(f"{dropped} negative point(s) cannot be shown on the log axis and are not drawn")
         if zeros:
             notes.append(f"{len(zeros)} point(s) with value exactly 0 are drawn as open circles on the floor "
                          f"{floor:.0e} of the log axis")
@@ -310,10 +317,15 @@ def build_figure(fig, rows, out_svg, gnuplot):
         lines.append("set logscale x")
         if max(allx) / min(x for x in allx if x > 0) < 1e3:
             lines.append("set format x '%g'")
+    if "yrange" in fig:
+        lines.append(f"set yrange [{fig['yrange'][0]}:{fig['yrange'][1]}]")
+    if len(order) + len(fig.get("refs", [])) + (len(order) if fig.get("fit") else 0) > 10:
+        lines.append("set key font ',9' spacing 0.9 maxcols 3")  # many series: keep the key below the plot
     if logy:
         lines.append("set logscale y")
-    else:
-        lines.append("set offsets 0, 0, graph 0.05, graph 0.05")  # keep points off the frame
+    elif "yrange" not in fig:  # keep points off the frame, and a non-negative quantity off negative ticks
+        lines.append("set offsets 0, 0, graph 0.05, graph 0.05" if min(ally) < 0 else
+                     "set offsets 0, 0, graph 0.05, 0\nset yrange [0:*]")
     if categorical:
         lines.append(f"set xrange [-0.5:{len(cats) - 0.5}]")
         lines.append("set xtics (" + ", ".join(f"{gp_str(c)} {i}" for i, c in enumerate(cats)) + ") noenhanced")
