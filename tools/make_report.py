@@ -140,21 +140,23 @@ def experiment_for(csv_name, spec):
 
 
 def describe_table(rows):
-    """What was measured on which inputs: columns, row count, distinct values of the input-like columns."""
+    """What was measured on which inputs: row count, the values of input-like columns (text, or few distinct
+    values), and the range of every other column."""
     if not rows:
         return "an empty table"
-    parts = []
+    inputs, measured = [], []
     for col in rows[0].keys():
         vals = [r[col] for r in rows]
         nums = [as_float(v) for v in vals]
         distinct = sorted(set(vals), key=lambda v: (as_float(v) is None, as_float(v) or 0, v))
         if any(x is None for x in nums) or len(distinct) <= 8:
             shown = ", ".join(distinct[:10]) + (", …" if len(distinct) > 10 else "")
-            parts.append(f"`{col}` ∈ {{{shown}}}")
+            inputs.append(f"`{col}` ∈ {{{shown}}}")
         else:
             fin = [x for x in nums if x is not None]
-            parts.append(f"`{col}` from {fmt_num(min(fin))} to {fmt_num(max(fin))}")
-    return f"{len(rows)} rows; " + "; ".join(parts)
+            measured.append(f"`{col}` {fmt_num(min(fin))} … {fmt_num(max(fin))}")
+    text = f"{len(rows)} rows over " + ("; ".join(inputs) if inputs else "no categorical inputs")
+    return text + (". Ranges: " + "; ".join(measured) if measured else "")
 
 
 # ---------------------------------------------------------------- figures
