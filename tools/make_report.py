@@ -211,13 +211,13 @@ def gp_label(s):
     return gp_str(re.sub(r"(?<=\}) ", "&{i}", str(s)))
 
 
-def decide_log(setting, values):
+def decide_log(setting, values, power_fit=False):
     """log if asked, or (auto) if the positive values span more than two decades."""
     pos = [v for v in values if v > 0]
     if setting is False:
         return False
-    if setting is True:  # asked for, unless the data span less than a decade: a log axis would show no tick
-        return bool(pos) and max(pos) / min(pos) >= 10
+    if setting is True:  # asked for, unless the data span less than a decade (a power law is straight only on log-log)
+        return bool(pos) and (power_fit or max(pos) / min(pos) >= 10)
     return bool(pos) and min(pos) > 0 and max(pos) / min(pos) > 100 and len(pos) >= 0.5 * len(values)
 
 
@@ -278,8 +278,9 @@ def build_figure(fig, rows, out_svg, gnuplot):
     ally = [p[1] for pts in series.values() for p in pts]
     if not ally:
         return None, "no finite values to draw"
-    logx = not categorical and decide_log(fig.get("logx", "auto"), allx)
-    logy = decide_log(fig.get("logy", "auto"), ally)
+    power = fig.get("fit") == "power"
+    logx = not categorical and decide_log(fig.get("logx", "auto"), allx, power)
+    logy = decide_log(fig.get("logy", "auto"), ally, power)
     notes = []
     # A log axis cannot show 0, yet an exact 0 (no rounding at all) is a result: draw those points on a floor
     # one decade below the smallest positive value, with their own marker and legend entry.
@@ -317,8 +318,11 @@ def build_figure(fig, rows, out_svg, gnuplot):
              "set format x '%g'" if not logx else "set format x '10^{%L}'"]
     if logx:
         lines.append("set logscale x")
-        if max(allx) / min(x for x in allx if x > 0) < 1e3:
+        xs = sorted({x for x in allx if x > 0})
+        if max(xs) / min(xs) < 1e3:
             lines.append("set format x '%g'")
+            if len(xs) <= 12:  # few sizes (often powers of two): label each one, not only the decades
+                lines.append("set xtics (" + ", ".join(f"{x:g}" for x in xs) + ")")
     if "yrange" in fig:
         lines.append(f"set yrange [{fig['yrange'][0]}:{fig['yrange'][1]}]")
     if len(order) + len(fig.get("refs", [])) + (len(order) if fig.get("fit") else 0) > 10:
@@ -353,7 +357,9 @@ def build_figure(fig, rows, out_svg, gnuplot):
             if fit:
                 slope, half, icept = fit
                 pm = f" ± {half:.2f}" if math.isfinite(half) else ""
-                plots.append(f"(x >= {min(x for x, _, _, _ in pts if x >= lo_x)!r} ? exp({icept!r}) * x**{slope!r} : 1/0) "
+                # Drawn over the fitted points' range only, not extrapolated across the plot.
+                fx = [x for x, _, _, _ in pts if x >= lo_x]
+                plots.append(f"(x >= {min(fx)!r} && x <= {max(fx)!r} ? exp({icept!r}) * x**{slope!r} : 1/0) "
                              f"with lines {color} dt 2 lw 1.5 title {gp_str(f'fit {label}: slope {slope:.2f}{pm}')}")
                 fits.append(f"{label} {slope:.2f}{pm}")
     if zeros:
@@ -484,6 +490,9 @@ def main():
         claims = fig.get("claims", [])
         if not os.path.isfile(path):
             skipped.append((fig, f"`{fig['csv']}` is not in this run"))
+            continue
+        if not any(c in by_id for c in claims):
+            skipped.append((fig, "none of its claims is in the ledger"))
             continue
         out = os.path.join(fig_dir, fig["name"] + ".svg")
         notes, why = build_figure(fig, table(path), out, args.gnuplot)
