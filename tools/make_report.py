@@ -511,7 +511,7 @@ def main():
       "Regenerate everything with `make results`.\n")
     w("| run context | |\n|---|---|")
     for k, v in run_context(args):
-        w(f"| {k} | {md_escape(v)} |")
+        w(f"| {k} | {str(v).replace('|', chr(92) + '|')} |")
     counts = {v: sum(1 for r in ledger if r["verdict"] == v) for v in VERDICT_ORDER}
     w("\n" + f"**{len(ledger)} claims measured:** " + ", ".join(f"{counts[v]} {v}" for v in VERDICT_ORDER) + ".\n")
 
@@ -535,7 +535,7 @@ def main():
         rows = [r for r in ledger if r["source"] == src]
         if not rows:
             continue
-        w(f"## {titles.get(src, src)}\n")
+        w(f"## {md_escape(titles.get(src, src))}\n")
         w(f"Source document: `seeds/{src}`.\n")
         for r in rows:
             cid = r["id"]
