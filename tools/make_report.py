@@ -10,6 +10,7 @@ usage: tools/make_report.py --results results --seed 20250311 [--threads 2] [--c
 import argparse
 import csv
 import datetime
+import json
 import math
 import os
 import re
@@ -313,7 +314,6 @@ def build_figure(fig, rows, out_svg, gnuplot):
                   "#7F7F7F", "#BCBD22"])],
              "set linetype cycle 10",
              "set grid", "set key outside below center horizontal Left reverse maxcols 2 noenhanced",
-
              "set format y '%g'" if not logy else "set format y '10^{%L}'",
              "set format x '%g'" if not logx else "set format x '10^{%L}'"]
     if logx:
@@ -451,7 +451,6 @@ def main():
     ap.add_argument("--gnuplot", default="gnuplot")
     args = ap.parse_args()
 
-    import json
     results = os.path.abspath(args.results)
     ledger_path = os.path.join(results, "claims.csv")
     if not os.path.exists(ledger_path):
