@@ -350,7 +350,10 @@ def build_figure(fig, rows, out_svg, gnuplot):
         if "band" in fig:
             plots.append(f"{block} using 1:2:3:4 with yerrorbars {color} pt 7 ps 0.6 title {gp_str(label)}")
         else:
-            plots.append(f"{block} using 1:2 with {style} {color} pt {(i % 12) + 1} ps 0.9 title {gp_str(label)}")
+            # Hollow markers, larger for earlier series, so coinciding series stay visible one inside the other.
+            pt = [4, 6, 8, 1, 2, 3, 10, 12, 14][i % 9]
+            plots.append(f"{block} using 1:2 with {style} {color} pt {pt} ps {max(1.5 - 0.15 * i, 0.6):.2f} "
+                         f"title {gp_str(label)}")
         if fig.get("fit") == "power":
             lo_x = fig.get("fit_min_x", -math.inf)
             fit = power_fit([(x, y) for x, y, _, _ in pts if x >= lo_x])
