@@ -323,6 +323,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
             lines.append("set format x '%g'")
             if len(xs) <= 12:  # few sizes (often powers of two): label each one, not only the decades
                 lines.append("set xtics (" + ", ".join(f"{x:g}" for x in xs) + ")")
+                lines.append(f"set xrange [{xs[0] / 1.25!r}:{xs[-1] * 1.25!r}]")
     if "yrange" in fig:
         lines.append(f"set yrange [{fig['yrange'][0]}:{fig['yrange'][1]}]")
     if len(order) + len(fig.get("refs", [])) + (len(order) if fig.get("fit") else 0) > 10:
