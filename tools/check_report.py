@@ -48,12 +48,15 @@ def check(results):
             problems.append(f"{cid}: no section")
         if row["verdict"] == "untested":
             continue
-        # The ledger's path may name the staging directory the run wrote into; the file travels with results/.
+        # Relative to the repository root, or absolute for a run outside it; either way it must name the file
+        # in its final place (not the staging directory the run wrote into).
         ev = row["evidence"]
         if not ev:
             problems.append(f"{cid}: {row['verdict']} but no evidence recorded")
-        elif not os.path.isfile(os.path.join(results, os.path.basename(ev))):
-            problems.append(f"{cid}: evidence '{ev}' is not in {results}")
+        elif not os.path.isfile(ev if os.path.isabs(ev) else os.path.join(REPO, ev)):
+            problems.append(f"{cid}: evidence '{ev}' does not exist")
+        elif os.path.dirname(os.path.realpath(ev if os.path.isabs(ev) else os.path.join(REPO, ev))) != os.path.realpath(results):
+            problems.append(f"{cid}: evidence '{ev}' lies outside {results}")
     if "Evidence: **missing**" in report:
         problems.append("the report marks some evidence as missing")
 
