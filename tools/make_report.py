@@ -336,7 +336,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     if categorical:
         lines.append(f"set xrange [-0.5:{len(cats) - 0.5}]")
         lines.append("set xtics (" + ", ".join(f"{gp_str(c)} {i}" for i, c in enumerate(cats)) + ") noenhanced")
-    plots, data, fits = [], [], []
+    plots, data, fits, fit_range = [], [], [], ""
     for i, label in enumerate(order):
         pts = series[label]
         if not pts:
@@ -357,6 +357,9 @@ def build_figure(fig, rows, out_svg, gnuplot):
                          f"title {gp_str(label)}")
         if fig.get("fit") == "power":
             lo_x = fig.get("fit_min_x", -math.inf)
+            if lo_x == "upper_half":  # the larger half of the sizes, where fixed costs no longer dominate
+                xs_s = sorted({x for x, _, _, _ in pts})
+                lo_x = xs_s[len(xs_s) // 2] if len(xs_s) > 1 else -math.inf
             fit = power_fit([(x, y) for x, y, _, _ in pts if x >= lo_x])
             if fit:
                 slope, half, icept = fit
@@ -366,6 +369,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
                 plots.append(f"(x >= {min(fx)!r} && x <= {max(fx)!r} ? exp({icept!r}) * x**{slope!r} : 1/0) "
                              f"with lines {color} dt 2 lw 1.5 title {gp_str(f'fit {label}: slope {slope:.2f}{pm}')}")
                 fits.append(f"{label} {slope:.2f}{pm}")
+                fit_range = f", x ≥ {fmt_num(min(fx))}" if lo_x > -math.inf else ""
     if zeros:
         data.append("$zeros << EOD")
         data += [f"{x!r} {y!r}" for x, y in zeros]
@@ -373,7 +377,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
         plots.append(f"$zeros using 1:2 with points lc rgb 'black' pt 6 ps 1.2 title {gp_str(f'value 0 (drawn at {floor:.0e})')}")
     if fits:
         notes.append("Fitted slopes (least squares on logs, 95% Student-t interval"
-                     + (f", x ≥ {fmt_num(fig['fit_min_x'])}" if "fit_min_x" in fig else "") + "): " + "; ".join(fits))
+                     + fit_range + "): " + "; ".join(fits))
     for ref in fig.get("refs", []):
         plots.append(f"{ref['expr']} with lines lc rgb '#555555' dt {ref.get('dt', 3)} lw 1.2 title {gp_str(ref['label'])}")
     if fig.get("fit") == "power" or fig.get("refs"):
