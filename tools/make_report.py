@@ -478,7 +478,7 @@ def main():
         m = re.match(r"([A-Z]+)(\d+)", cid)
         return (m.group(1), int(m.group(2))) if m else (cid, 0)
 
-    ledger.sort(key=lambda r: idkey(r["id"]))
+    ledger.sort(key=lambda r: (r["source"], idkey(r["id"])))  # document order (000 R … 004 G), then claim number
     by_id = {r["id"]: r for r in ledger}
     tables = {}
 
@@ -530,7 +530,7 @@ def main():
         link = f"[{os.path.basename(ev)}]({rel(ev)})" if ev else ("—" if not r["evidence"] else f"missing: `{r['evidence']}`")
         w(f"| [{r['id']}](#{r['id'].lower()}) | {md_escape(stmt)} | **{r['verdict']}** | {md_escape(r['metric'])} | "
           f"{fmt_num(r['observed'])} | {fmt_num(r['threshold'])} | {link} |")
-    pending = [cid for cid in sorted(catalogue, key=idkey) if cid not in by_id]
+    pending = [cid for cid in catalogue if cid not in by_id]  # catalogue order
     if pending:
         w("\nIn the catalogue but not measured in this run: " + ", ".join(pending) + ".")
     w("")
