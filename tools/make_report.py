@@ -84,9 +84,23 @@ def run(cmd, cwd=REPO):
         return ""
 
 
+def project_flags():
+    """The compile options CMakeLists.txt gives every target (the attnlab_flags interface library)."""
+    try:
+        text = open(os.path.join(REPO, "CMakeLists.txt")).read()
+    except OSError:
+        return ""
+    m = re.search(r"target_compile_options\(attnlab_flags INTERFACE(.*?)\)", text, re.S)
+    if not m:
+        return ""
+    body = "\n".join(line.split("#", 1)[0] for line in m.group(1).splitlines())
+    return " ".join(re.findall(r"(?<!\S)-[\w=+-]+", body))
+
+
 def run_context(args):
     commit = run(["git", "rev-parse", "--short=12", "HEAD"]) or "unknown"
-    if run(["git", "status", "--porcelain", "--untracked-files=no"]):
+    # Generated results are outputs, not sources: a regenerated results/ does not make the commit "modified".
+    if run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"]):
         commit += " (with uncommitted changes)"
     compiler = (run(["c++", "--version"]).splitlines() or ["unknown"])[0]
     cache = os.path.join(REPO, args.build, "CMakeCache.txt")
@@ -99,7 +113,9 @@ def run_context(args):
                 vals[m.group(1)] = m.group(2).strip()
         bt = vals.get("CMAKE_BUILD_TYPE", "")
         flags = f"{bt or 'no build type'}: `{' '.join(x for x in (vals.get('CMAKE_CXX_FLAGS', ''), vals.get('CMAKE_CXX_FLAGS_' + bt.upper(), '')) if x)}`"
-        flags += " plus `-fno-fast-math -ffp-contract=off` (CMakeLists.txt, every target)"
+        project = project_flags()
+        if project:
+            flags += f" plus `{project}` (CMakeLists.txt, every target)"
     cpu = "unknown CPU"
     try:
         for line in open("/proc/cpuinfo"):
