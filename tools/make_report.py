@@ -166,12 +166,13 @@ def describe_table(rows):
         vals = [r[col] for r in rows]
         nums = [as_float(v) for v in vals]
         distinct = sorted(set(vals), key=lambda v: (as_float(v) is None, as_float(v) or 0, v))
-        if any(x is None for x in nums) or len(distinct) <= 8:
+        fin = [x for x in nums if x is not None]
+        if len(fin) < len(nums) / 2 or len(distinct) <= 8:
             shown = ", ".join(distinct[:10]) + (", …" if len(distinct) > 10 else "")
             inputs.append(f"`{col}` ∈ {{{shown}}}")
-        else:
-            fin = [x for x in nums if x is not None]
-            measured.append(f"`{col}` {fmt_num(min(fin))} … {fmt_num(max(fin))}")
+        else:  # a measured number; columns allowed to hold nan/inf say how often they did
+            odd = len(nums) - len(fin)
+            measured.append(f"`{col}` {fmt_num(min(fin))} … {fmt_num(max(fin))}" + (f" ({odd} non-finite)" if odd else ""))
     text = f"{len(rows)} rows over " + ("; ".join(inputs) if inputs else "no categorical inputs")
     return text + (". Ranges: " + "; ".join(measured) if measured else "")
 
