@@ -428,7 +428,10 @@ size, with a 95% **Student-t** confidence interval, both for counted operations 
 **median of repeated timings** (robust to a noisy, shared 2-core machine). Counted operations decide whether the
 algorithm has the claimed order; timings show whether it is visible in practice.
 
-**Inputs.** Each experiment sweeps sizes (including the edge sizes 1, 2, 3) and named input families: random
+**Ranks** are numerical ranks: singular values (or eigenvalue magnitudes) above max(m, n)·eps·σ_max count, the
+tolerance of LAPACK-based rank estimates (NumPy's `matrix_rank`); each metric names its tolerance.
+
+**Inputs.** Each experiment sweeps sizes (edge sizes 1, 2, 3 among them where they apply) and named input families: random
 Gaussian weights, tied weights (W_K = W_Q), ill-conditioned weights (singular values spread over decades),
 clustered spectra, large-norm inputs, and others named in each table's `family` column. All randomness comes
 from one seed (given in the header); `--threads 1` and `--threads 2` give byte-identical non-timing tables.
@@ -451,6 +454,11 @@ READING = """\
   means the identity holds; for a claim that something *does* matter (R9: precision affects the result) the
   comparison runs the other way; for exponents the note gives the fitted interval per path or method.
 - Timings depend on this machine (header); exponents transfer, absolute seconds do not.
+- **Figures** show what the verdict summarises. Where a caption says so, a point is the worst (max) or median over
+  the rows sharing its x and series. Log axes are used where values span decades; an exact 0 cannot sit on a log
+  axis, so such points are drawn as open circles on a floor below the data and counted in the caption. Dashed
+  lines are least-squares power laws fitted on log–log axes, their slopes (with 95% Student-t intervals) in the
+  legend; dotted grey lines are thresholds or the claimed relation.
 """
 
 
