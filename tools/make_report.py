@@ -229,13 +229,13 @@ def gp_label(s):
     return gp_str(re.sub(r"(?<=\}) ", "&{i}", str(s)))
 
 
-def decide_log(setting, values, power_fit=False):
+def decide_log(setting, values, power_fit=False, x_axis=False):
     """log if asked, or (auto) if the positive values span more than two decades."""
     pos = [v for v in values if v > 0]
     if setting is False:
         return False
-    if setting is True:  # asked for, unless the data span less than a decade (a power law is straight only on log-log)
-        return bool(pos) and (power_fit or max(pos) / min(pos) >= 10)
+    if setting is True:  # asked for, unless x spans less than a decade (a power law is straight only on log-log)
+        return bool(pos) and (power_fit or not x_axis or max(pos) / min(pos) >= 10)
     return bool(pos) and min(pos) > 0 and max(pos) / min(pos) > 100 and len(pos) >= 0.5 * len(values)
 
 
@@ -297,7 +297,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     if not ally:
         return None, "no finite values to draw"
     power = fig.get("fit") == "power"
-    logx = not categorical and decide_log(fig.get("logx", "auto"), allx, power)
+    logx = not categorical and decide_log(fig.get("logx", "auto"), allx, power, x_axis=True)
     logy = decide_log(fig.get("logy", "auto"), ally, power)
     notes = []
     # A log axis cannot show 0, yet an exact 0 (no rounding at all) is a result: draw those points on a floor
@@ -347,6 +347,14 @@ def build_figure(fig, rows, out_svg, gnuplot):
         lines.append("set key font ',9' spacing 0.9 maxcols 3")  # many series: keep the key below the plot
     if logy:
         lines.append("set logscale y")
+        if "yrange" not in fig:
+            # Whole decades around the data, the zero floor and any constant reference line (a threshold),
+            # with room so that no point sits on the frame.
+            consts = [as_float(r["expr"]) for r in fig.get("refs", [])]
+            span = [y for y in ally if y > 0] + ([floor] if zeros else []) + [c for c in consts if c and c > 0]
+            lo = 10.0 ** math.floor(math.log10(min(span) / 1.5))
+            hi = 10.0 ** math.ceil(math.log10(max(span) * 1.5))
+            lines.append(f"set yrange [{lo!r}:{hi!r}]")
     elif "yrange" not in fig:  # keep points off the frame, and a non-negative quantity off negative ticks
         lines.append("set offsets 0, 0, graph 0.05, graph 0.05" if min(ally) < 0 else
                      "set offsets 0, 0, graph 0.05, 0\nset yrange [0:*]")
@@ -458,7 +466,7 @@ READING = """\
   the rows sharing its x and series. Log axes are used where values span decades; an exact 0 cannot sit on a log
   axis, so such points are drawn as open circles on a floor below the data and counted in the caption. Dashed
   lines are least-squares power laws fitted on log–log axes, their slopes (with 95% Student-t intervals) in the
-  legend; dotted grey lines are thresholds or the claimed relation.
+  legend; grey dotted or dashed lines are thresholds or the claimed relation.
 """
 
 
