@@ -2,9 +2,9 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SEED ?= 20250311
-PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev
+PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev python3 gnuplot-nox
 
-.PHONY: all build test results quick deps check-deps clean
+.PHONY: all build test results report quick deps check-deps clean
 
 all: build
 
@@ -31,7 +31,11 @@ test: check-deps
 
 results: check-deps
 	@$(MAKE) --no-print-directory build
-	tools/run_experiments.sh $(BUILD)/bin results --seed $(SEED)
+	REPORT=1 tools/run_experiments.sh $(BUILD)/bin results --seed $(SEED)
+
+# Rewrites results/REPORT.md and results/figures/ from the results already there (no experiment is rerun).
+report: check-deps
+	python3 tools/make_report.py --results results --seed $(SEED)
 
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every experiment (bin/exp_*) into a staging directory, then replaces the target
 # directory with it only if all succeeded: a failed run leaves the previous results whole.
-# usage: tools/run_experiments.sh BIN_DIR OUT_DIR [flags passed to every experiment]
+# usage: [REPORT=1] tools/run_experiments.sh BIN_DIR OUT_DIR [flags passed to every experiment]
 set -euo pipefail
 bin=$1; out=$2; shift 2
 parent=$(dirname "$out"); mkdir -p "$parent"
@@ -22,6 +22,32 @@ for exe in "${exps[@]}"; do
   echo "done in $(( $(date +%s) - t0 )) s"
 done
 rm -f "$stage/.stderr"
+# The experiments recorded their evidence paths inside the staging directory; after the swap those files live
+# under OUT_DIR, which sits beside it, so the ledger names OUT_DIR instead (relative and absolute paths alike).
+if [ -f "$stage/claims.csv" ]; then
+  stage_name=$(basename "$stage")
+  sed -i "s#${stage_name//./\\.}/#$(basename "$out")/#g" "$stage/claims.csv"
+fi
+# With REPORT=1 the report (REPORT.md, figures/) is written into the staging directory too, before the swap,
+# so a failed report also leaves the previous results whole. It gets the run's seed, threads and --quick.
+if [ "${REPORT:-0}" = 1 ]; then
+  args=("$@"); report_args=()
+  for ((k = 0; k < ${#args[@]}; k++)); do
+    case ${args[k]} in
+      --seed|--threads) report_args+=("${args[k]}" "${args[k+1]:-}") ;;
+      --seed=*|--threads=*|--quick) report_args+=("${args[k]}") ;;
+    esac
+  done
+  t0=$(date +%s)
+  printf '[report] %-30s ' "make_report.py"
+  if ! python3 "$(dirname "$0")/make_report.py" --results "$stage" "${report_args[@]}" >"$stage/.stderr" 2>&1; then
+    echo "FAILED"; sed 's/^/    /' "$stage/.stderr" >&2
+    echo "report generation failed; $out left as it was" >&2
+    exit 1
+  fi
+  rm -f "$stage/.stderr"
+  echo "done in $(( $(date +%s) - t0 )) s"
+fi
 rm -rf "$out.old"; [ -d "$out" ] && mv "$out" "$out.old"
 mv "$stage" "$out"; rm -rf "$out.old"; trap - EXIT
 chmod 755 "$out"

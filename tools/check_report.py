@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Checks the quick-mode report (issue 5): runs every experiment with --quick into a temporary directory, writes
+the report there, and asserts that every ledger id appears, every referenced figure exists and is an SVG, and
+no claim other than an `untested` one lacks evidence.
+
+usage: tools/check_report.py BIN_DIR [--seed N] [--threads N] [--keep]
+"""
+import argparse
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VERDICTS = {"holds", "fails", "conditional", "untested"}
+
+
+def check(results):
+    """Every problem found in results/REPORT.md, as a list of messages (empty when the report is sound)."""
+    problems = []
+    report_path = os.path.join(results, "REPORT.md")
+    if not os.path.isfile(report_path):
+        return [f"{report_path} was not written"]
+    report = open(report_path, encoding="utf-8").read()
+    with open(os.path.join(results, "claims.csv"), newline="") as f:
+        ledger = list(csv.DictReader(f))
+    if not ledger:
+        problems.append("the ledger is empty")
+
+    for section in ("## Summary", "## Method", "## Reading the results"):
+        if section not in report:
+            problems.append(f"section '{section}' missing")
+    for key in ("date", "commit", "compiler", "build", "machine", "threads", "seed"):
+        if not re.search(rf"^\| {key} \| \S", report, re.M):
+            problems.append(f"run context '{key}' missing from the header")
+
+    for row in ledger:
+        cid = row["id"]
+        if row["verdict"] not in VERDICTS:
+            problems.append(f"{cid}: verdict '{row['verdict']}' is not one of {sorted(VERDICTS)}")
+        if not re.search(rf"^\| \[{re.escape(cid)}\]\(#", report, re.M):
+            problems.append(f"{cid}: no row in the summary table")
+        if not re.search(rf"^### {re.escape(cid)}$", report, re.M):
+            problems.append(f"{cid}: no section")
+        if row["verdict"] == "untested":
+            continue
+        # Relative to the repository root, or absolute for a run outside it; either way it must name the file
+        # in its final place (not the staging directory the run wrote into).
+        ev = row["evidence"]
+        if not ev:
+            problems.append(f"{cid}: {row['verdict']} but no evidence recorded")
+        elif not os.path.isfile(ev if os.path.isabs(ev) else os.path.join(REPO, ev)):
+            problems.append(f"{cid}: evidence '{ev}' does not exist")
+        elif os.path.dirname(os.path.realpath(ev if os.path.isabs(ev) else os.path.join(REPO, ev))) != os.path.realpath(results):
+            problems.append(f"{cid}: evidence '{ev}' lies outside {results}")
+    if "Evidence: **missing**" in report:
+        problems.append("the report marks some evidence as missing")
+
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
+    for fig in sorted(set(figures)):
+        path = os.path.join(results, fig)
+        if not os.path.isfile(path):
+            problems.append(f"figure {fig} referenced but not written")
+            continue
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError as e:
+            problems.append(f"figure {fig} is not well-formed XML: {e}")
+            continue
+        if root.tag.rsplit("}", 1)[-1] != "svg":
+            problems.append(f"figure {fig}: root element is <{root.tag}>, not <svg>")
+    for m in re.findall(r"\]\(([^)#:]+)\)", report):  # every relative link resolves (evidence, figures)
+        if not os.path.exists(os.path.join(results, m)):
+            problems.append(f"link target {m} does not exist")
+    return sorted(set(problems))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("bin", help="directory holding the exp_* executables")
+    ap.add_argument("--seed", default="20250311")
+    ap.add_argument("--threads", default="2")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary results directory")
+    args = ap.parse_args()
+    if not shutil.which("gnuplot"):
+        sys.exit("check_report: gnuplot is not installed (Debian package gnuplot-nox; `make deps`)")
+    tmp = tempfile.mkdtemp(prefix="attnlab-report-")
+    results = os.path.join(tmp, "results")
+    env = dict(os.environ, REPORT="1")
+    cmd = [os.path.join(REPO, "tools", "run_experiments.sh"), args.bin, results,
+           "--seed", args.seed, "--threads", args.threads, "--quick"]
+    print("running:", "REPORT=1", " ".join(cmd), flush=True)
+    if subprocess.run(cmd, env=env, cwd=REPO).returncode != 0:
+        sys.exit(f"check_report: the quick run failed (kept {tmp})")
+    problems = check(results)
+    if problems:
+        print(f"check_report: {len(problems)} problem(s) in {results}/REPORT.md:")
+        for p in problems:
+            print("  -", p)
+        sys.exit(1)
+    n_fig = len(set(re.findall(r"\]\((figures/[^)]+)\)", open(os.path.join(results, "REPORT.md")).read())))
+    print(f"check_report: REPORT.md sound ({n_fig} figures)")
+    if args.keep:
+        print("kept", tmp)
+    else:
+        shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()
