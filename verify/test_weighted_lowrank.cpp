@@ -129,7 +129,7 @@ TEST_CASE("attention loss: dL/dS matches central differences and softmax rows su
     AttentionLoss<double> loss(gaussian_matrix(n, d, rng), gaussian_matrix(d, dv, rng), gaussian_matrix(dv, d, rng),
                                gaussian_matrix(n, d, rng));
     const Mat<double> s = gaussian_matrix(n, n, rng);
-    const Mat<double> a = detail::row_softmax(s);
+    const Mat<double> a = softmax_rows(s);
     CHECK((a.rowwise().sum().array() - 1).abs().maxCoeff() <= 4 * n * 2.2e-16);
     const Mat<double> g = loss.gradient(s);
     // Central differences have O(h^2) truncation error; h = 1e-5 leaves ~1e-10 of it

@@ -5,25 +5,9 @@
 #include <Eigen/Dense>
 
 #include "attnlab/qk_split.hpp"
+#include "attnlab/softmax.hpp"
 
 namespace attnlab {
-
-namespace detail {
-
-// Row-wise softmax of an n x n score matrix. Each row's maximum is subtracted only
-// for numerical stability (exp never overflows); it cancels in the ratio.
-template <typename T>
-Mat<T> row_softmax(const Mat<T>& s) {
-  Mat<T> a(s.rows(), s.cols());
-  for (Eigen::Index i = 0; i < s.rows(); ++i) {
-    const T m = s.row(i).maxCoeff();
-    a.row(i) = (s.row(i).array() - m).exp().matrix();
-    a.row(i) /= a.row(i).sum();
-  }
-  return a;
-}
-
-}  // namespace detail
 
 // L(S) = 1/2 ||softmax_row(S) V W_O + X - target||_F^2 with V = X W_V: one head of
 // seed 004's block (Y = H W_O + X) with a squared-error loss against a fixed target.
@@ -37,7 +21,7 @@ class AttentionLoss {
   const Mat<T>& x() const { return x_; }
 
   T value(const Mat<T>& s) const {
-    const Mat<T> y = detail::row_softmax(s) * v_ * wo_ + x_;
+    const Mat<T> y = softmax_rows(s) * v_ * wo_ + x_;
     return T(0.5) * (y - target_).squaredNorm();
   }
 
@@ -46,7 +30,7 @@ class AttentionLoss {
   //   pass 2  dY = Y - target, dA = dY (V W_O)^T
   //   pass 3  dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik)   (softmax Jacobian, row by row)
   Mat<T> gradient(const Mat<T>& s) const {
-    const Mat<T> a = detail::row_softmax(s);
+    const Mat<T> a = softmax_rows(s);
     const Mat<T> vo = v_ * wo_;  // n x d
     const Mat<T> dy = a * vo + x_ - target_;
     const Mat<T> da = dy * vo.transpose();
