@@ -69,6 +69,17 @@ std::vector<double> pinv_initial_scale(const std::vector<Mat<T>>& batch, PinvIni
 }
 
 template <typename T>
+void iterative_pinv_step(const Mat<T>& a, Mat<T>& z) {
+  // a, z, az are (m, m); pass 2 of iterative_pinv, evaluated inside out (Horner form): the
+  // polynomial in AZ needs three products with AZ plus the one forming it.
+  const Mat<T> eye = Mat<T>::Identity(a.rows(), a.rows());
+  const Mat<T> az = a * z;
+  const Mat<T> inner = T(15) * eye - az * (T(7) * eye - az);
+  const Mat<T> outer = T(13) * eye - az * inner;
+  z = (T(0.25) * z) * outer;
+}
+
+template <typename T>
 std::vector<Mat<T>> iterative_pinv(const std::vector<Mat<T>>& batch, int iterations, PinvInit init) {
   if (iterations < 0)
     throw std::invalid_argument("iterative_pinv: iterations (= " + std::to_string(iterations) + ") must be >= 0");
@@ -78,20 +89,12 @@ std::vector<Mat<T>> iterative_pinv(const std::vector<Mat<T>>& batch, int iterati
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t b = 0; b < count; ++b) {
     const Mat<T>& a = batch[static_cast<std::size_t>(b)];
-    // a, z, az are (m, m).
-    // pass 1: Z_0 = alpha A^T, so that every singular value of A Z_0 lies in (0, 1] (or (0, 2)).
+    // a, z are (m, m).
+    // pass 1: Z_0 = alpha A^T. A Z_0 = alpha A A^T has eigenvalues alpha sigma_i^2, in (0, 1] when
+    // alpha <= 1 / sigma_max^2, which 1 / (||A||_1 ||A||_inf) guarantees; convergence needs (0, 2).
     Mat<T> z = static_cast<T>(alpha[static_cast<std::size_t>(b)]) * a.transpose();
-    const Mat<T> eye = Mat<T>::Identity(a.rows(), a.cols());
-    Mat<T> az, inner;
-    for (int it = 0; it < iterations; ++it) {
-      // pass 2: Z <- 1/4 Z (13 I - AZ (15 I - AZ (7 I - AZ))), evaluated inside out (Horner form).
-      az.noalias() = a * z;
-      inner.noalias() = az * (T(7) * eye - az);
-      inner = T(15) * eye - inner;
-      Mat<T> outer = az * inner;
-      outer = T(13) * eye - outer;
-      z = (T(0.25) * z) * outer;
-    }
+    // pass 2: the iteration, each step raising the order of I - A Z to the seventh power.
+    for (int it = 0; it < iterations; ++it) iterative_pinv_step(a, z);
     out[static_cast<std::size_t>(b)] = std::move(z);
   }
   return out;
@@ -102,6 +105,8 @@ Mat<T> iterative_pinv(const Mat<T>& a, int iterations, PinvInit init) {
   return iterative_pinv(std::vector<Mat<T>>{a}, iterations, init).front();
 }
 
+template void iterative_pinv_step(const Mat<float>&, Mat<float>&);
+template void iterative_pinv_step(const Mat<double>&, Mat<double>&);
 template std::vector<double> pinv_initial_scale(const std::vector<Mat<float>>&, PinvInit);
 template std::vector<double> pinv_initial_scale(const std::vector<Mat<double>>&, PinvInit);
 template std::vector<Mat<float>> iterative_pinv(const std::vector<Mat<float>>&, int, PinvInit);

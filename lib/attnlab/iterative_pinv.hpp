@@ -36,6 +36,11 @@ std::vector<Mat<T>> iterative_pinv(const std::vector<Mat<T>>& batch, int iterati
 template <typename T>
 Mat<T> iterative_pinv(const Mat<T>& a, int iterations, PinvInit init = PinvInit::per_matrix);
 
+// One step Z <- 1/4 Z (13 I - A Z (15 I - A Z (7 I - A Z))) in place, for callers that watch the
+// iterates (the convergence experiment); iterative_pinv() is Z_0 = alpha A^T and `iterations` of these.
+template <typename T>
+void iterative_pinv_step(const Mat<T>& a, Mat<T>& z);
+
 // The step size alpha of Z_0 = alpha A^T for every matrix of the batch.
 template <typename T>
 std::vector<double> pinv_initial_scale(const std::vector<Mat<T>>& batch, PinvInit init);
