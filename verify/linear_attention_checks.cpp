@@ -56,7 +56,7 @@ void check_linear_forms() {
 
 }  // namespace
 
-TEST_CASE("linear attentions agree with their attention matrices; rows sum to 1 (float, double)") {
+TEST_CASE("linear attentions agree with their attention matrices whose rows sum to 1 in float and double") {
   check_linear_forms<double>();
   check_linear_forms<float>();
 }
@@ -106,7 +106,7 @@ TEST_CASE("linear attentions stay finite for inputs of +-1e4") {
   CHECK(elu_linear_attention(q, k, v).allFinite());
 }
 
-TEST_CASE("linear attentions: size 1 handled, empty rejected") {
+TEST_CASE("linear attentions: size 1 handled and empty rejected") {
   Eigen::MatrixXd one(1, 1);
   one << 2.0;
   CHECK(efficient_attention(one, one, one) == one);

@@ -71,12 +71,12 @@ void check_m_equals_n() {
   CHECK(row_sum_cases > 20);
 }
 
-TEST_CASE("Nystrom with m = n and an exact pseudoinverse reproduces softmax attention (float, double)") {
+TEST_CASE("Nystrom with m = n and an exact pseudoinverse reproduces softmax attention in float and double") {
   check_m_equals_n<double>();
   check_m_equals_n<float>();
 }
 
-TEST_CASE("SVD pseudoinverse: Penrose conditions at rounding level, cutoff reported, rank-deficient input") {
+TEST_CASE("SVD pseudoinverse: Penrose conditions at rounding level with the cutoff reported on rank-deficient input") {
   Rng rng(kAttentionTestSeed + 31);
   INFO("seed " << kAttentionTestSeed + 31);
   for (Eigen::Index m : test_sizes(rng)) {
@@ -112,7 +112,7 @@ TEST_CASE("iterative pseudoinverse converges to the SVD pseudoinverse for a well
   }
 }
 
-TEST_CASE("initial scales: per-matrix, one-norm and batch-wide variants") {
+TEST_CASE("initial scales: per-matrix and one-norm and batch-wide variants") {
   Eigen::MatrixXd a(2, 2), b(2, 2);
   a << 1, 2, 3, 4;  // ||a||_1 = 6, ||a||_inf = 7
   b << 0.5, 0, 0, 0.5;
@@ -132,7 +132,7 @@ TEST_CASE("per_matrix_one_diverges_without_row_stochastic_A") {
   CHECK((iterative_pinv(a, 3, PinvInit::per_matrix) - a.inverse()).norm() <= 1e-14);
 }
 
-TEST_CASE("Nystrom head stack equals per-head; finite for logits of +-1e4; misuse rejected") {
+TEST_CASE("Nystrom head stack equals per-head and is finite for logits of +-1e4 and misuse is rejected") {
   Rng rng(kAttentionTestSeed + 33);
   INFO("seed " << kAttentionTestSeed + 33);
   HeadStack<double> q(2, 2, 11, 3), k(2, 2, 11, 3), v(2, 2, 11, 3);

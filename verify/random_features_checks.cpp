@@ -33,7 +33,7 @@ MeanSe mean_over_draws(int draws, std::uint64_t seed, Estimate estimate) {
 
 }  // namespace
 
-TEST_CASE("random Fourier features: E[phi(x).phi(y)] = exp(-stddev^2 ||x - y||^2 / 2) within 4 standard errors") {
+TEST_CASE("random Fourier features: the mean of phi(x).phi(y) is exp(-stddev^2 ||x - y||^2 / 2) within 4 standard errors") {
   INFO("seed " << kAttentionTestSeed + 20);
   Eigen::MatrixXd x(1, 3), y(1, 3);
   x << 0.3, -0.2, 0.5;
@@ -53,7 +53,7 @@ TEST_CASE("random Fourier features: E[phi(x).phi(y)] = exp(-stddev^2 ||x - y||^2
   }
 }
 
-TEST_CASE("FAVOR+ positive features: E[phi+(x).phi+(y)] = exp(x.y), iid and orthogonal, within 4 standard errors") {
+TEST_CASE("FAVOR+ positive features: the mean of phi+(x).phi+(y) is exp(x.y) for iid and orthogonal draws within 4 standard errors") {
   INFO("seed " << kAttentionTestSeed + 21);
   Eigen::MatrixXd x(1, 3), y(1, 3);
   x << 0.3, -0.2, 0.1;
@@ -135,7 +135,7 @@ void check_attention_formulas() {
   }
 }
 
-TEST_CASE("random feature attentions agree with their formulas (float, double)") {
+TEST_CASE("random feature attentions agree with their formulas in float and double") {
   check_attention_formulas<double>();
   check_attention_formulas<float>();
 }

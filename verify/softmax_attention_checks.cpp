@@ -51,12 +51,12 @@ void check_agreement_with_naive() {
 
 }  // namespace
 
-TEST_CASE("softmax and streaming attention agree with the definition (float, double)") {
+TEST_CASE("softmax and streaming attention agree with the definition in float and double") {
   check_agreement_with_naive<double>();
   check_agreement_with_naive<float>();
 }
 
-TEST_CASE("streaming attention vs exact attention in float, tolerance from n and eps") {
+TEST_CASE("streaming attention vs exact attention in float with a tolerance from n and eps") {
   Rng rng(kAttentionTestSeed + 1);
   INFO("seed " << kAttentionTestSeed + 1);
   for (Eigen::Index n : {Eigen::Index(1), Eigen::Index(65), Eigen::Index(200), Eigen::Index(513)}) {
@@ -95,7 +95,7 @@ TEST_CASE("logits of +-1e4 give finite softmax attention that picks the arg-max 
   }
 }
 
-TEST_CASE("softmax attention: size-1 inputs are handled, empty ones rejected naming the value") {
+TEST_CASE("softmax attention: size-1 inputs are handled and empty ones rejected naming the value") {
   Eigen::MatrixXd q(1, 1), k(1, 1), v(1, 3);
   q << 0.3;
   k << -7;
