@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
       u3.note = fmt::format("holds in n; in d (n = {}, d <= {}) lower-order terms dominate: {}", fixed_n, td.back(), misses);
     } else {
       u3.verdict = Verdict::fails;
-      u3.note = "exponents in n differ from the claim: " + misses;
+      u3.note = "exponents in n (and possibly d) differ from the claim: " + misses;
     }
     rows.push_back(u3);
     merge_into_ledger(cli.ledger_path(), rows);

@@ -31,10 +31,11 @@ inline AttentionCost streaming_attention_cost(long long n, long long d, long lon
 }
 
 // Efficient attention (Shen): softmax_col(K)^T V and softmax_row(Q) ctx, n d^2 each (plus 2 n d exp);
-// softmax_row(Q), softmax_col(K) (n x d each, plus the transposed copy of K) and the d x d context.
+// softmax_row(Q) and softmax_col(K) with their exponentials (n x d each, two at a time), the d x d
+// context, and the row maxima and sums (2 n).
 inline AttentionCost efficient_attention_cost(long long n, long long d, std::size_t scalar_bytes) {
   const double nn = detail::dbl(n), dd = detail::dbl(d);
-  return {2 * nn * dd * dd, (3 * nn * dd + dd * dd) * static_cast<double>(scalar_bytes)};
+  return {2 * nn * dd * dd, (3 * nn * dd + dd * dd + 2 * nn) * static_cast<double>(scalar_bytes)};
 }
 
 // elu + 1 linear attention: phi(K)^T V and phi(Q) kv (n d^2 each) and the denominators phi(Q) ksum (n d);

@@ -6,19 +6,29 @@
 
 #include "attnlab/attention_check.hpp"
 #include "attnlab/head_stack_map.hpp"
-#include "attnlab/softmax.hpp"
 
 namespace attnlab {
 
 namespace {
 
-// softmax over each column (over the n positions): the transpose of a row softmax, with the
-// same maximum subtraction, so it is stable for entries of any size.
+// Softmax of each row (over the d features) and of each column (over the n positions), written
+// as whole-matrix operations so that they walk column-major storage in order. Both subtract the
+// maximum of the row or column before exp(): mathematically a no-op, it keeps exp() from
+// overflowing for entries of any size, and the largest term is exactly 1, so the sum is >= 1.
 template <typename T>
-Mat<T> softmax_cols(const Mat<T>& x) {
-  Mat<T> xt = x.transpose();
-  softmax_rows_inplace(xt);
-  return xt.transpose();
+Mat<T> softmax_of_rows(const Mat<T>& x) {
+  const Vec<T> row_max = x.rowwise().maxCoeff();
+  Mat<T> e = (x.colwise() - row_max).array().exp().matrix();
+  const Vec<T> row_sum = e.rowwise().sum();
+  return row_sum.cwiseInverse().asDiagonal() * e;
+}
+
+template <typename T>
+Mat<T> softmax_of_cols(const Mat<T>& x) {
+  const Eigen::Matrix<T, 1, Eigen::Dynamic> col_max = x.colwise().maxCoeff();
+  Mat<T> e = (x.rowwise() - col_max).array().exp().matrix();
+  const Vec<T> col_sum = e.colwise().sum().transpose();
+  return e * col_sum.cwiseInverse().asDiagonal();
 }
 
 // phi(x) = elu(x) + 1 = (x > 0 ? x + 1 : exp(x)), entrywise; always > 0.
@@ -36,10 +46,9 @@ Mat<T> elu_plus_one(const Mat<T>& x) {
 template <typename T>
 void rescale_negative_block(Mat<T>& phi, const Mat<T>& x, bool per_row) {
   if (per_row) {
-    for (Eigen::Index i = 0; i < x.rows(); ++i) {
-      const T m = x.row(i).maxCoeff();
-      if (m < T(0)) phi.row(i) = (x.row(i).array() - m).exp().matrix();
-    }
+    const Vec<T> row_max = x.rowwise().maxCoeff();
+    for (Eigen::Index i = 0; i < x.rows(); ++i)
+      if (row_max(i) < T(0)) phi.row(i) = (x.row(i).array() - row_max(i)).exp().matrix();
   } else {
     const T m = x.maxCoeff();
     if (m < T(0)) phi = (x.array() - m).exp().matrix();
@@ -53,9 +62,9 @@ Mat<T> efficient_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
   detail::check_attention_shapes("efficient_attention", q, k, v);
   // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); ctx_dv is (d, d_v); out is (n_q, d_v).
   // pass 1: each query's features softmax-normalised (row softmax, stable by maximum subtraction).
-  const Mat<T> qr = softmax_rows(q);
+  const Mat<T> qr = softmax_of_rows(q);
   // pass 2: each key feature softmax-normalised over positions (column softmax, same trick).
-  const Mat<T> kc = softmax_cols(k);
+  const Mat<T> kc = softmax_of_cols(k);
   // pass 3: d global context vectors, one per key feature: ctx = softmax_col(K)^T V.
   const Mat<T> ctx_dv = kc.transpose() * v;
   // pass 4: each query mixes the context vectors with its feature weights.
@@ -65,7 +74,7 @@ Mat<T> efficient_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
 template <typename T>
 Mat<T> efficient_attention_matrix(const Mat<T>& q, const Mat<T>& k) {
   detail::check_attention_shapes("efficient_attention", q, k, k);
-  return softmax_rows(q) * softmax_cols(k).transpose();
+  return softmax_of_rows(q) * softmax_of_cols(k).transpose();
 }
 
 template <typename T>
