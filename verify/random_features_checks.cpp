@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
+#include "attnlab/linear_attention.hpp"
 #include "attnlab/random_features.hpp"
 
 using namespace attnlab;
@@ -174,4 +175,28 @@ TEST_CASE("random features: misuse rejected naming the value") {
   // One key: all the weight goes to it, whatever the features (a positive denominator for FAVOR+).
   const auto pdraw = draw_favor_features(3, 4, true, rng);
   CHECK((favor_attention(one, one, one, pdraw).array() - 1.0).abs().maxCoeff() <= 4 * eps<double>());
+}
+
+TEST_CASE("linear and random-feature head-stack wrappers equal the per-head kernels and share one draw") {
+  Rng rng(kAttentionTestSeed + 25);
+  INFO("seed " << kAttentionTestSeed + 25);
+  HeadStack<float> q(2, 2, 7, 3), k(2, 2, 7, 3), v(2, 2, 7, 3);
+  for (Eigen::Index i = 0; i < q.count(); ++i) {
+    const auto in = typed_inputs<float>("gaussian", 7, 3, rng);
+    q[i] = in.q;
+    k[i] = in.k;
+    v[i] = in.v;
+  }
+  const auto fdraw = draw_fourier_features(3, 8, std::pow(3.0, -0.25), rng);
+  const auto pdraw = draw_favor_features(3, 8, true, rng);
+  const auto rf = random_fourier_attention(q, k, v, fdraw, std::sqrt(3.0));
+  const auto fa = favor_attention(q, k, v, pdraw);
+  const auto ea = efficient_attention(q, k, v);
+  const auto el = elu_linear_attention(q, k, v);
+  for (Eigen::Index i = 0; i < q.count(); ++i) {
+    CHECK(rf[i] == random_fourier_attention(q[i], k[i], v[i], fdraw, std::sqrt(3.0)));
+    CHECK(fa[i] == favor_attention(q[i], k[i], v[i], pdraw));
+    CHECK(ea[i] == efficient_attention(q[i], k[i], v[i]));
+    CHECK(el[i] == elu_linear_attention(q[i], k[i], v[i]));
+  }
 }
