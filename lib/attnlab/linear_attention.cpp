@@ -39,7 +39,7 @@ Mat<T> elu_plus_one(const Mat<T>& x) {
 
 // Rows of phi(X) for the normalised form. The output is unchanged when phi(q_i) is scaled by
 // any positive number (it appears in numerator and denominator), and likewise when all of
-// phi(K) is scaled by one number. Entries with x < -745 underflow exp() to 0 in double (-87
+// phi(K) is scaled by one number. Entries with x < -745 underflow exp() to 0 in double (-104
 // in float), so a row, or all of K, made of very negative entries would give 0 / 0. Where the
 // largest entry m is negative we therefore use exp(x - m) = phi(x) / phi(m) instead, whose
 // largest term is exactly 1.
