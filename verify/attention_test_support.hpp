@@ -1,0 +1,66 @@
+// Helpers shared by the attention kernel checks: sizes, seeded inputs and naive references.
+#pragma once
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attnlab/attention_inputs.hpp"
+#include "attnlab/qk_split.hpp"
+#include "attnlab/rng.hpp"
+
+namespace attnlab::testing {
+
+// The seed of every attention check, printed by each test through INFO.
+inline constexpr std::uint64_t kAttentionTestSeed = 20251122;
+
+// Edge sizes 1, 2, 3 and two random sizes in [4, 40] (Eigen's test habit).
+inline std::vector<Eigen::Index> test_sizes(Rng& rng) {
+  std::vector<Eigen::Index> s = {1, 2, 3};
+  for (int i = 0; i < 2; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 37));
+  return s;
+}
+
+template <typename T>
+struct TypedInputs {
+  Mat<T> q, k, v;
+};
+
+template <typename T>
+TypedInputs<T> typed_inputs(const std::string& family, Eigen::Index n, Eigen::Index d, Rng& rng) {
+  const AttentionInputs in = make_attention_inputs(family, n, d, rng);
+  return {in.q.cast<T>(), in.k.cast<T>(), in.v.cast<T>()};
+}
+
+template <typename T>
+double eps() {
+  return static_cast<double>(std::numeric_limits<T>::epsilon());
+}
+
+// softmax(Q K^T / sqrt(d)) V straight from the definition, in long double and without the
+// maximum subtraction: valid for the moderate logits the agreement checks use.
+inline Eigen::MatrixXd naive_softmax_attention(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k,
+                                               const Eigen::MatrixXd& v) {
+  Eigen::MatrixXd out(q.rows(), v.cols());
+  const long double scale = 1.0L / std::sqrt(static_cast<long double>(q.cols()));
+  for (Eigen::Index i = 0; i < q.rows(); ++i) {
+    std::vector<long double> w(static_cast<std::size_t>(k.rows()));
+    long double sum = 0;
+    for (Eigen::Index j = 0; j < k.rows(); ++j) {
+      long double s = 0;
+      for (Eigen::Index c = 0; c < q.cols(); ++c) s += static_cast<long double>(q(i, c)) * k(j, c);
+      w[static_cast<std::size_t>(j)] = std::exp(s * scale);
+      sum += w[static_cast<std::size_t>(j)];
+    }
+    for (Eigen::Index c = 0; c < v.cols(); ++c) {
+      long double acc = 0;
+      for (Eigen::Index j = 0; j < k.rows(); ++j) acc += w[static_cast<std::size_t>(j)] * v(j, c);
+      out(i, c) = static_cast<double>(acc / sum);
+    }
+  }
+  return out;
+}
+
+}  // namespace attnlab::testing
