@@ -26,6 +26,41 @@ Interval clopper_pearson(std::size_t successes, std::size_t trials, double confi
   return ci;
 }
 
+PowerLawFit fit_line(const std::vector<double>& x, const std::vector<double>& y, double confidence) {
+  if (x.size() != y.size()) throw std::invalid_argument("fit_line: x and y differ in length");
+  const std::size_t n = x.size();
+  if (n < 3) throw std::invalid_argument("fit_line: needs at least 3 points, got " + std::to_string(n));
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i]) || !std::isfinite(y[i]))
+      throw std::invalid_argument("fit_line: point " + std::to_string(i) + " is not finite");
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < n; ++i) { mx += x[i]; my += y[i]; }
+  mx /= static_cast<double>(n);
+  my /= static_cast<double>(n);
+  double sxx = 0, sxy = 0, syy = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  if (sxx == 0) throw std::invalid_argument("fit_line: all x are equal");
+  PowerLawFit fit;
+  fit.points = n;
+  fit.slope = sxy / sxx;
+  fit.intercept = my - fit.slope * mx;
+  double sse = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double r = y[i] - (fit.intercept + fit.slope * x[i]);
+    sse += r * r;
+  }
+  fit.r_squared = syy > 0 ? 1 - sse / syy : 1.0;
+  const double dof = static_cast<double>(n - 2);
+  fit.slope_stderr = std::sqrt(sse / dof / sxx);
+  const double t = boost::math::quantile(boost::math::students_t_distribution<>(dof), 0.5 + confidence / 2);
+  fit.slope_interval = {fit.slope - t * fit.slope_stderr, fit.slope + t * fit.slope_stderr};
+  return fit;
+}
+
 PowerLawFit fit_power_law(const std::vector<double>& x, const std::vector<double>& y, double confidence) {
   if (x.size() != y.size()) throw std::invalid_argument("fit_power_law: x and y differ in length");
   const std::size_t n = x.size();
@@ -37,32 +72,11 @@ PowerLawFit fit_power_law(const std::vector<double>& x, const std::vector<double
     lx[i] = std::log(x[i]);
     ly[i] = std::log(y[i]);
   }
-  double mx = 0, my = 0;
-  for (std::size_t i = 0; i < n; ++i) { mx += lx[i]; my += ly[i]; }
-  mx /= static_cast<double>(n);
-  my /= static_cast<double>(n);
-  double sxx = 0, sxy = 0, syy = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    sxx += (lx[i] - mx) * (lx[i] - mx);
-    sxy += (lx[i] - mx) * (ly[i] - my);
-    syy += (ly[i] - my) * (ly[i] - my);
+  try {
+    return fit_line(lx, ly, confidence);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("fit_power_law: all x are equal");
   }
-  if (sxx == 0) throw std::invalid_argument("fit_power_law: all x are equal");
-  PowerLawFit fit;
-  fit.points = n;
-  fit.slope = sxy / sxx;
-  fit.intercept = my - fit.slope * mx;
-  double sse = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double r = ly[i] - (fit.intercept + fit.slope * lx[i]);
-    sse += r * r;
-  }
-  fit.r_squared = syy > 0 ? 1 - sse / syy : 1.0;
-  const double dof = static_cast<double>(n - 2);
-  fit.slope_stderr = std::sqrt(sse / dof / sxx);
-  const double t = boost::math::quantile(boost::math::students_t_distribution<>(dof), 0.5 + confidence / 2);
-  fit.slope_interval = {fit.slope - t * fit.slope_stderr, fit.slope + t * fit.slope_stderr};
-  return fit;
 }
 
 double median(std::vector<double> values) {

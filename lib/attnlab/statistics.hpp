@@ -29,6 +29,10 @@ struct PowerLawFit {
 // Needs at least 3 points with x, y > 0 and two distinct x; throws std::invalid_argument otherwise.
 PowerLawFit fit_power_law(const std::vector<double>& x, const std::vector<double>& y, double confidence = 0.95);
 
+// Least-squares line y = intercept + slope * x with the same Student-t interval for the
+// slope (fit_power_law is this fit on the logarithms). Needs 3 finite points, two distinct x.
+PowerLawFit fit_line(const std::vector<double>& x, const std::vector<double>& y, double confidence = 0.95);
+
 // Median of the values (mean of the two middle ones for an even count); throws on empty input.
 double median(std::vector<double> values);
 
