@@ -351,6 +351,7 @@ int main(int argc, char** argv) {
     double min_bound_rate = 1;
     int bound_points = 0;
     bool bound_significantly_low = false;
+    std::vector<std::string> bound_low_families;
     for (std::size_t ci = 0; ci < configs.size(); ++ci) {
       const auto& c = configs[ci];
       for (std::size_t ki = 0; ki < c.ks.size(); ++ki)
@@ -364,7 +365,11 @@ int main(int argc, char** argv) {
           if (is_bound) {
             ++bound_points;
             min_bound_rate = std::min(min_bound_rate, rate);
-            if (iv.upper < 1 - kDelta) bound_significantly_low = true;
+            if (iv.upper < 1 - kDelta) {
+              bound_significantly_low = true;
+              if (std::find(bound_low_families.begin(), bound_low_families.end(), families[c.family]) == bound_low_families.end())
+                bound_low_families.push_back(families[c.family]);
+            }
           }
           u6.add_row({families[c.family], c.n, c.d, c.ks[ki], is_bound, c.bound_eps[ki], sw.u6_eps[ei], sw.u6_trials, s,
                       rate, iv.lower, iv.upper, u6r[ci].mean_error[ki], u6r[ci].row_success[ki]});
@@ -420,7 +425,7 @@ int main(int argc, char** argv) {
         r.note = "the bound's k exceeds n everywhere on this sweep; " + where;
       } else if (bound_significantly_low) {
         r.verdict = Verdict::fails;
-        r.note = "success rate significantly below 1 - delta at the bound's k; " + where;
+        r.note = "success rate significantly below 1 - delta at the bound's k for " + join(bound_low_families) + "; " + where;
       } else if (2 * below >= cells) {
         r.verdict = Verdict::holds;
         r.note = where;
