@@ -26,8 +26,9 @@ constexpr const char* kSource = "002_cfe0fd4ab08b70f3.txt";
 // Method parameters: 64 landmarks as the report's runs; k and D fixed at 64 as well, so
 // every approximation does O(n * 64 * d) work.
 constexpr Eigen::Index kLandmarks = 64, kProjected = 64, kFeatures = 64;
-// A measured exponent agrees with Table 1's when it is within 0.3 of it (cache effects
-// and lower-order terms at these sizes move exponents by a tenth or two).
+// Table 1's entries are O() bounds: a measured exponent agrees with one when it exceeds
+// it by at most 0.3 (cache effects and lower-order terms move exponents by a tenth or
+// two); a smaller exponent agrees too.
 constexpr double kExponentTolerance = 0.3;
 
 using Stack = HeadStack<float>;
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
     scaling.write(cli.output_path(scaling_file));
 
     // Verdict U14, by a rule fixed here: each method's time exponent (from timings) and
-    // memory exponent (from counted workspace) must be within 0.3 of Table 1's.
+    // memory exponent (from counted workspace) may exceed Table 1's by at most 0.3.
     std::vector<double> x(ns.begin(), ns.end());
     WorstByCondition table1;
     std::string fits;
@@ -137,9 +138,9 @@ int main(int argc, char** argv) {
       const PowerLawFit w = fit_power_law(x, work[m.name]);
       const PowerLawFit b = fit_power_law(x, mem[m.name]);
       table1.add(m.name + "_time", m.name + " time (Table 1: n^" + format_real(m.table1_time_exponent_n) + ")",
-                 std::abs(t.slope - m.table1_time_exponent_n));
+                 t.slope - m.table1_time_exponent_n);
       table1.add(m.name + "_memory", m.name + " memory (Table 1: n^" + format_real(m.table1_memory_exponent_n) + ")",
-                 std::abs(b.slope - m.table1_memory_exponent_n));
+                 b.slope - m.table1_memory_exponent_n);
       fits += fmt::format("{}: time ~ n^{:.2f} [{:.2f}, {:.2f}], counted work ~ n^{:.2f}, workspace ~ n^{:.2f}; ", m.name, t.slope,
                           t.slope_interval.lower, t.slope_interval.upper, w.slope, b.slope);
     }
@@ -182,9 +183,9 @@ int main(int argc, char** argv) {
                fmt::format("(CPU, float, {} threads; the report measured a T4 GPU).", cli.options().threads);
 
     merge_into_ledger(cli.ledger_path(),
-                      {ClaimRow{"U14", kSource, u14.verdict, "max |fitted exponent in n - Table 1's| over five methods, time and memory",
+                      {ClaimRow{"U14", kSource, u14.verdict, "max (fitted exponent in n - Table 1's exponent) over five methods, time and memory; Table 1 gives upper bounds",
                                 u14.observed, kExponentTolerance, cli.evidence_path(counts_file), u14.note},
-                       ClaimRow{"U15", kSource, u15.verdict, "share of grid cells where a method other than linear attention is fastest (worst cell: 1 = not linear)",
+                       ClaimRow{"U15", kSource, u15.verdict, "1 if in some grid cell a method other than linear attention is fastest, else 0",
                                 u15.observed, 0.5, cli.evidence_path(grid_file), u15.note}});
   });
 }
