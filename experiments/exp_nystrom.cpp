@@ -16,7 +16,7 @@
 #include "attnlab/ledger.hpp"
 #include "attnlab/nystrom.hpp"
 #include "attnlab/parallel_trials.hpp"
-#include "attnlab/pinv.hpp"
+#include "attnlab/pseudoinverse.hpp"
 #include "attnlab/residual_ratio.hpp"
 #include "attnlab/softmax_attention.hpp"
 
@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
       const Eigen::MatrixXd exact = p * in.v;
       for (auto m : ms) {
         const NystromFactors<double> fac = nystrom_factors(in.q, in.k, m);
-        const SvdPinv<double> sp = svd_pinv(fac.a);
-        const std::vector<Eigen::MatrixXd> zs = {sp.z, iterative_pinv(fac.a, kNystromformerPinvIterations)};
+        const Pseudoinverse<double> sp = pinv_svd(fac.a);
+        const std::vector<Eigen::MatrixXd> zs = {sp.pinv, iterative_pinv(fac.a, kNystromformerPinvIterations)};
         for (std::size_t k = 0; k < zs.size(); ++k) {
           U12Point pt;
           pt.m = m;
@@ -172,8 +172,8 @@ int main(int argc, char** argv) {
       cases.push_back({"rank_half_kappa=10", "singular", matrix_with_singular_values(m, m, s, rng), 1});
     }
     const std::vector<PinvInit>& inits = pinv_inits();
-    std::vector<SvdPinv<double>> svd(cases.size());
-    for (std::size_t c = 0; c < cases.size(); ++c) svd[c] = svd_pinv(cases[c].a);
+    std::vector<Pseudoinverse<double>> svd(cases.size());
+    for (std::size_t c = 0; c < cases.size(); ++c) svd[c] = pinv_svd(cases[c].a);
     // alpha per case and init, from its batch.
     std::vector<std::vector<double>> alpha(cases.size(), std::vector<double>(inits.size()));
     for (std::size_t b = 0; b < 2; ++b) {
@@ -197,8 +197,8 @@ int main(int argc, char** argv) {
         IterationRecord r;
         r.penrose = penrose_residuals(a, z);
         const double scale = static_cast<double>(m) * std::numeric_limits<double>::epsilon() * kappa;
-        r.penrose_ratio = r.penrose.max() / scale;
-        r.distance = relative_frobenius_error(z, svd[c].z);
+        r.penrose_ratio = r.penrose.max_relative() / scale;
+        r.distance = relative_frobenius_error(z, svd[c].pinv);
         r.ratio = r.distance / scale;
         rec[i].push_back(r);
       }
@@ -227,15 +227,15 @@ int main(int argc, char** argv) {
         int first = -1;
         for (int it = 0; it <= kMaxIterations; ++it) {
           const auto& x = r[static_cast<std::size_t>(it)];
-          t13.add_row({cases[c].name, cases[c].kind, kappa, svd[c].rank, to_string(inits[k]), step, it, x.penrose.azA,
-                       x.penrose.zaz, x.penrose.az_sym, x.penrose.za_sym, x.penrose_ratio, x.distance, x.ratio});
+          t13.add_row({cases[c].name, cases[c].kind, kappa, svd[c].rank, to_string(inits[k]), step, it, x.penrose.apa_relative(),
+                       x.penrose.pap_relative(), x.penrose.ap_sym_relative(), x.penrose.pa_sym_relative(), x.penrose_ratio, x.distance, x.ratio});
           if (first < 0 && x.ratio <= kConvergedRatio) first = it;
         }
         const auto& r6 = r[static_cast<std::size_t>(kNystromformerPinvIterations)];
         const auto& rmax = r.back();
         const int predicted = predicted_iterations(step, kappa);
         s13.add_row({cases[c].name, cases[c].kind, kappa, to_string(inits[k]), step, predicted, first, r6.ratio, r6.distance,
-                     rmax.ratio, rmax.distance, rmax.penrose.max()});
+                     rmax.ratio, rmax.distance, rmax.penrose.max_relative()});
         const std::string what = fmt::format("{} on {}", to_string(inits[k]), cases[c].name);
         if (first < 0) never.push_back(what);
         else if (!(rmax.ratio <= kConvergedRatio)) departed.push_back(what);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "attnlab/attention_check.hpp"
-#include "attnlab/pinv.hpp"
+#include "attnlab/pseudoinverse.hpp"
 #include "attnlab/softmax.hpp"
 
 namespace attnlab {
@@ -51,7 +51,7 @@ template <typename T>
 std::vector<Mat<T>> nystrom_pinv(const std::vector<Mat<T>>& a, const NystromOptions& options) {
   if (options.pinv == PinvMethod::iterative) return iterative_pinv(a, options.iterations, options.init);
   std::vector<Mat<T>> z(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) z[i] = svd_pinv(a[i], options.rcond).z;
+  for (std::size_t i = 0; i < a.size(); ++i) z[i] = pinv_svd_relative(a[i], options.rcond).pinv;
   return z;
 }
 

@@ -34,7 +34,7 @@ struct NystromOptions {
   PinvMethod pinv = PinvMethod::iterative;         // Nystromformer's choice
   int iterations = kNystromformerPinvIterations;   // for PinvMethod::iterative
   PinvInit init = PinvInit::per_matrix;            // for PinvMethod::iterative
-  double rcond = -1;                               // for PinvMethod::svd: see svd_pinv
+  double rcond = -1;                               // for PinvMethod::svd: see pinv_svd_relative
 };
 
 // F Z (B V) with Z the chosen pseudoinverse of A: n_q x d_v, in O(n m d + m^2 d + m^3).

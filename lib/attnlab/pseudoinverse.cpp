@@ -5,21 +5,46 @@
 
 namespace attnlab {
 
-template <typename T>
-Pseudoinverse<T> pinv_svd(const Mat<T>& a, double cutoff) {
+namespace {
+
+// A^+ from a thin SVD with the absolute cutoff `cutoff(s)` computed from the singular values.
+template <typename T, typename Cutoff>
+Pseudoinverse<T> pinv_from_svd(const Mat<T>& a, Cutoff cutoff) {
+  Pseudoinverse<T> out;
+  if (a.size() == 0) {
+    out.pinv = Mat<T>::Zero(a.cols(), a.rows());
+    return out;
+  }
   // a is m x n; U is m x k, V is n x k with k = min(m, n).
   Eigen::BDCSVD<Mat<T>> svd(a, Eigen::ComputeThinU | Eigen::ComputeThinV);
   const Vec<T>& s = svd.singularValues();
-  Pseudoinverse<T> out;
-  out.cutoff = cutoff < 0 ? rank_tolerance<T>(s, a.rows(), a.cols()) : cutoff;
+  out.cutoff = cutoff(s);
+  out.sigma_max = static_cast<double>(s(0));
   Vec<T> inv = Vec<T>::Zero(s.size());
   for (Eigen::Index i = 0; i < s.size(); ++i)
     if (static_cast<double>(s(i)) > out.cutoff) {
       inv(i) = T(1) / s(i);
       ++out.rank;
+      out.sigma_min_kept = static_cast<double>(s(i));  // sorted, largest first
     }
   out.pinv = svd.matrixV() * inv.asDiagonal() * svd.matrixU().transpose();
   return out;
+}
+
+}  // namespace
+
+template <typename T>
+Pseudoinverse<T> pinv_svd(const Mat<T>& a, double cutoff) {
+  return pinv_from_svd<T>(a, [&](const Vec<T>& s) {
+    return cutoff < 0 ? rank_tolerance<T>(s, a.rows(), a.cols()) : cutoff;
+  });
+}
+
+template <typename T>
+Pseudoinverse<T> pinv_svd_relative(const Mat<T>& a, double rcond) {
+  return pinv_from_svd<T>(a, [&](const Vec<T>& s) {
+    return rcond < 0 ? rank_tolerance<T>(s, a.rows(), a.cols()) : rcond * static_cast<double>(s(0));
+  });
 }
 
 template <typename T>
@@ -52,6 +77,10 @@ PenroseResiduals penrose_residuals(const Mat<T>& a, const Mat<T>& p) {
   const Mat<double> ad = a.template cast<double>(), pd = p.template cast<double>();
   const Mat<double> ap = ad * pd, pa = pd * ad;
   PenroseResiduals r;
+  r.a_norm = ad.norm();
+  r.p_norm = pd.norm();
+  r.ap_norm = ap.norm();
+  r.pa_norm = pa.norm();
   r.apa = (ap * ad - ad).norm();
   r.pap = (pa * pd - pd).norm();
   r.ap_sym = (ap.transpose() - ap).norm();
@@ -61,6 +90,8 @@ PenroseResiduals penrose_residuals(const Mat<T>& a, const Mat<T>& p) {
 
 template Pseudoinverse<float> pinv_svd(const Mat<float>&, double);
 template Pseudoinverse<double> pinv_svd(const Mat<double>&, double);
+template Pseudoinverse<float> pinv_svd_relative(const Mat<float>&, double);
+template Pseudoinverse<double> pinv_svd_relative(const Mat<double>&, double);
 template Pseudoinverse<float> pinv_cod(const Mat<float>&);
 template Pseudoinverse<double> pinv_cod(const Mat<double>&);
 template bool has_full_column_rank(const Mat<float>&);
