@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "attnlab/qk_split.hpp"
+#include "attnlab/reparameterized_attention.hpp"
 
 namespace attnlab {
 
@@ -22,16 +23,7 @@ inline double merged_score_multiply_adds(double n, double d) { return n * d * d 
 // crossover d_k lies between d/2 (n << d) and d (n >> d).
 inline double crossover_head_dim(double n, double d) { return d * (d + n) / (2 * d + n); }
 
-// Scores (n x n) as (X W_Q)(X W_K)^T and as (X W') X^T.
-template <typename T>
-Mat<T> factored_scores(const Mat<T>& x, const Mat<T>& wq, const Mat<T>& wk) {
-  const Mat<T> q = x * wq, k = x * wk;
-  return q * k.transpose();
-}
-template <typename T>
-Mat<T> merged_scores(const Mat<T>& x, const Mat<T>& w_merged) {
-  const Mat<T> xw = x * w_merged;
-  return xw * x.transpose();
-}
+// The score computations themselves, factored_scores and merged_scores, live in
+// reparameterized_attention.hpp.
 
 }  // namespace attnlab
