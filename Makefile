@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SEED ?= 20250311
-PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev python3 gnuplot-nox
+PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev python3 gnuplot-nox python3-numpy python3-scipy
 
 .PHONY: all build test results report quick deps check-deps clean
 
