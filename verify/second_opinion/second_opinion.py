@@ -229,7 +229,8 @@ def check_nystrom(c, eps, iterative):
     f = softmax_rows(q @ kl.T / math.sqrt(d))
     a = softmax_rows(ql @ kl.T / math.sqrt(d))
     b = softmax_rows(ql @ k.T / math.sqrt(d))
-    z = iterate_pinv(a, int(c["iterations"])) if iterative else np.linalg.pinv(a)
+    # The library's SVD cutoff (pinv_svd_relative's default): singular values below m eps_T s_max dropped.
+    z = iterate_pinv(a, int(c["iterations"])) if iterative else np.linalg.pinv(a, rcond=m * eps)
     ref = f @ (z @ (b @ v))
     # Each kernel is a softmax of logits formed from landmarks (means of about n / m rows) with d-term
     # dot products: relative entry errors rho = 2 g(n / m + d) max|logit terms| + g(m or n) + 3 eps, as
