@@ -1,0 +1,290 @@
+// bin/attend against the library: every method's output equals the library call on the same inputs,
+// saved draws reproduce the output, and bad input gives exit status 2 with one line.
+#include <doctest/doctest.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attnlab/linear_attention.hpp"
+#include "attnlab/linformer.hpp"
+#include "attnlab/npy.hpp"
+#include "attnlab/nystrom.hpp"
+#include "attnlab/random_features.hpp"
+#include "attnlab/softmax_attention.hpp"
+#include "attnlab/streaming_attention.hpp"
+#include "support.hpp"
+
+using namespace attnlab;
+using attnlab::testing::read_text;
+using attnlab::testing::run_binary;
+using attnlab::testing::ScratchDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kSeed = 42;
+constexpr Eigen::Index kN = 24, kD = 8, kDv = 5;
+
+// Q, K, V written as float64 files: (n, d) when `heads` is 0, else (2, heads, n, d).
+struct Inputs {
+  ScratchDir dir;
+  HeadStack<double> q, k, v;
+  std::vector<std::string> args;  // --q --k --v
+
+  explicit Inputs(Eigen::Index heads) {
+    Rng rng(7);
+    const Eigen::Index b = heads == 0 ? 1 : 2, h = heads == 0 ? 1 : heads;
+    q = HeadStack<double>(b, h, kN, kD), k = q, v = HeadStack<double>(b, h, kN, kDv);
+    for (HeadStack<double>* s : {&q, &k, &v})
+      for (Eigen::Index i = 0; i < s->count(); ++i) (*s)[i] = gaussian_matrix(s->n(), s->d(), rng);
+    using Named = std::pair<const char*, HeadStack<double>*>;
+    for (auto [flag, s] : {Named{"--q", &q}, Named{"--k", &k}, Named{"--v", &v}}) {
+      const fs::path file = dir.path() / (std::string(flag + 2) + ".npy");
+      NpyArray a = to_npy(*s);
+      if (heads == 0) a.shape.erase(a.shape.begin(), a.shape.begin() + 2);
+      write_npy(file, a);
+      args.insert(args.end(), {flag, file.string()});
+    }
+  }
+};
+
+// Eigen's GEMM splits its blocking by thread count; attend runs it on one thread, so must the reference.
+struct OneEigenThread {
+  int saved = Eigen::nbThreads();
+  OneEigenThread() { Eigen::setNbThreads(1); }
+  ~OneEigenThread() { Eigen::setNbThreads(saved); }
+};
+
+template <typename T>
+using Reference = std::function<HeadStack<T>(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&)>;
+
+// The library calls attend must make for each method with the flags below (seed kSeed).
+template <typename T>
+std::vector<std::pair<std::vector<std::string>, Reference<T>>> method_cases() {
+  using S = HeadStack<T>;
+  const double tau = std::sqrt(static_cast<double>(kD));
+  return {
+      {{"--method", "exact"}, [](const S& q, const S& k, const S& v) { return softmax_attention(q, k, v); }},
+      {{"--method", "streaming", "--block", "5"},
+       [](const S& q, const S& k, const S& v) { return streaming_attention(q, k, v, 5); }},
+      {{"--method", "linear-shen"}, [](const S& q, const S& k, const S& v) { return efficient_attention(q, k, v); }},
+      {{"--method", "linear-elu"}, [](const S& q, const S& k, const S& v) { return elu_linear_attention(q, k, v); }},
+      {{"--method", "linformer", "--proj", "6"},
+       [](const S& q, const S& k, const S& v) {
+         Rng rng(kSeed);
+         return linformer_attention(q, k, v, gaussian_projections(kN, 6, ProjectionSharing::separate, rng).cast<T>());
+       }},
+      {{"--method", "linformer", "--projection", "segment-mean"},  // default k: min(64, n) = n
+       [](const S& q, const S& k, const S& v) {
+         return linformer_attention(q, k, v, segment_mean_projections(kN, kN).cast<T>());
+       }},
+      {{"--method", "random-fourier", "--features", "16"},
+       [tau](const S& q, const S& k, const S& v) {
+         Rng rng(kSeed);
+         return random_fourier_attention(q, k, v, draw_fourier_features(kD, 16, 1 / std::sqrt(tau), rng), tau);
+       }},
+      {{"--method", "favor", "--features", "20"},
+       [](const S& q, const S& k, const S& v) {
+         Rng rng(kSeed);
+         return favor_attention(q, k, v, draw_favor_features(kD, 20, true, rng));
+       }},
+      {{"--method", "nystrom", "--landmarks", "5", "--pinv", "svd"},
+       [](const S& q, const S& k, const S& v) {
+         return nystrom_attention(q, k, v, NystromOptions{.landmarks = 5, .pinv = PinvMethod::svd});
+       }},
+      {{"--method", "nystrom", "--landmarks", "6", "--pinv-iterations", "9"},
+       [](const S& q, const S& k, const S& v) {
+         return nystrom_attention(q, k, v, NystromOptions{.landmarks = 6, .iterations = 9});
+       }},
+  };
+}
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+template <typename T>
+bool identical(const HeadStack<T>& a, const HeadStack<T>& b) {
+  if (a.batch() != b.batch() || a.heads() != b.heads() || a.n() != b.n() || a.d() != b.d()) return false;
+  for (Eigen::Index i = 0; i < a.count(); ++i)
+    if (!(a[i].array() == b[i].array()).all()) return false;
+  return true;
+}
+
+template <typename T>
+void check_methods(Eigen::Index heads) {
+  const OneEigenThread one;
+  const Inputs in(heads);
+  const HeadStack<T> q = in.q.cast<T>(), k = in.k.cast<T>(), v = in.v.cast<T>();
+  const char* dtype = sizeof(T) == 4 ? "float" : "double";
+  for (const auto& [flags, reference] : method_cases<T>()) {
+    const fs::path out = in.dir.path() / "out.npy";
+    for (const char* threads : {"1", "2"}) {
+      INFO(flags[1] << " " << (flags.size() > 2 ? flags[2] : "") << " --dtype " << std::string(dtype) << " --threads " << std::string(threads));
+      const auto r = run_binary("attend", concat(in.args, concat(flags, {"--dtype", dtype, "--threads", threads,
+                                                                         "--seed", std::to_string(kSeed), "--out",
+                                                                         out.string()})));
+      REQUIRE(r.exit_status == 0);
+      CHECK(r.output.empty());
+      // The output keeps Q's axes and is stored in --dtype.
+      const NpyArray file = read_npy(out);
+      CHECK(file.dims() == (heads == 0 ? 2u : 4u));
+      CHECK(file.dtype == (sizeof(T) == 4 ? NpyDtype::float32 : NpyDtype::float64));
+      // attend calls the same library function on the same values (float64 files cast to T, as
+      // HeadStack::cast does), so the results agree bit for bit: any difference is a plumbing bug,
+      // not rounding, and no tolerance is needed. Heads are independent, so --threads cannot matter.
+      CHECK(identical(head_stack_from_npy<T>(file, out.string()), reference(q, k, v)));
+    }
+  }
+}
+
+// The draws written by --save-draws, read back with --draws (and a different --seed), give the same output.
+void check_draws_round_trip(Eigen::Index heads, const std::vector<std::string>& method,
+                            const std::vector<std::string>& files, const char* dtype) {
+  const Inputs in(heads);
+  const fs::path saved = in.dir.path() / "draws", out1 = in.dir.path() / "one.npy", out2 = in.dir.path() / "two.npy";
+  INFO(method[1] << " --dtype " << std::string(dtype));
+  const auto args = concat(in.args, concat(method, {"--dtype", dtype}));
+  REQUIRE(run_binary("attend", concat(args, {"--save-draws", saved.string(), "--out", out1.string()})).exit_status == 0);
+  for (const auto& f : files) CHECK(read_npy(saved / f).dtype == NpyDtype::float64);
+  const auto r = run_binary("attend", concat(args, {"--draws", saved.string(), "--seed", "1", "--out", out2.string()}));
+  CHECK(r.exit_status == 0);
+  CHECK(read_text(out1) == read_text(out2));
+  // Without the draws a different seed gives a different output: the round trip is not trivially true.
+  REQUIRE(run_binary("attend", concat(args, {"--seed", "1", "--out", out2.string()})).exit_status == 0);
+  CHECK(read_text(out1) != read_text(out2));
+}
+
+}  // namespace
+
+TEST_CASE("attend equals the library call for every method, float and double, 2-D and 4-D") {
+  check_methods<double>(0);
+  check_methods<float>(0);
+  check_methods<double>(3);
+  check_methods<float>(3);
+}
+
+TEST_CASE("attend --save-draws writes the draws the library made, and --draws reproduces the output") {
+  for (const char* dtype : {"float", "double"}) {
+    check_draws_round_trip(0, {"--method", "linformer", "--proj", "7"}, {"E.npy", "F.npy"}, dtype);
+    check_draws_round_trip(3, {"--method", "random-fourier", "--features", "12"}, {"omega.npy"}, dtype);
+    check_draws_round_trip(0, {"--method", "favor", "--features", "12", "--iid"}, {"omega.npy"}, dtype);
+  }
+  // The saved matrices are the library's draws for the seed, in float64.
+  const Inputs in(0);
+  const fs::path saved = in.dir.path() / "draws";
+  REQUIRE(run_binary("attend", concat(in.args, {"--method", "linformer", "--proj", "7", "--share-kv", "--seed", "5",
+                                                "--save-draws", saved.string(), "--out",
+                                                (in.dir.path() / "o.npy").string()}))
+              .exit_status == 0);
+  Rng rng(5);
+  const auto p = gaussian_projections(kN, 7, ProjectionSharing::shared, rng);
+  CHECK(read_npy_matrix<double>(saved / "E.npy") == p.e);
+  CHECK(read_npy_matrix<double>(saved / "F.npy") == p.f);
+}
+
+TEST_CASE("attend refuses bad input with exit status 2, one line naming the problem, and no output") {
+  const Inputs in(0), stack(3);
+  const fs::path dir = in.dir.path();
+  const std::string out = (dir / "out.npy").string();
+  // Inputs that are wrong in shape: d differs, n differs, 1-D, other (batch, heads), a text file.
+  const auto write = [&](const char* name, const Mat<double>& m) {
+    write_npy(dir / name, to_npy(m));
+    return (dir / name).string();
+  };
+  const std::string d_wrong = write("d_wrong.npy", Mat<double>::Ones(kN, kD + 1));
+  const std::string n_wrong = write("n_wrong.npy", Mat<double>::Ones(kN + 1, kDv));
+  const std::string keys_long = write("keys_long.npy", Mat<double>::Ones(kN + 1, kD));
+  write_npy(dir / "vector.npy", to_npy(Vec<double>(Vec<double>::Ones(kN))));
+  std::ofstream(dir / "text.npy") << "not an array\n";
+  fs::create_directories(dir / "draws_bad");
+  write_npy(dir / "draws_bad" / "E.npy", to_npy(Mat<double>(Mat<double>::Ones(4, kN + 1))));
+  write_npy(dir / "draws_bad" / "F.npy", to_npy(Mat<double>(Mat<double>::Ones(4, kN + 1))));
+  write_npy(dir / "draws_bad" / "omega.npy", to_npy(Mat<double>(Mat<double>::Ones(10, kD))));
+  const std::string stack_k = stack.args[3];  // (2, 3, n, d)
+
+  struct Case {
+    std::vector<std::string> args;  // replacing the default --q --k --v --out where they name the same flag
+    std::string names;              // what the one line must mention
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus"}, "--bogus"},
+      {{"--method", "softmax"}, "--method"},
+      {{"--dtype", "half"}, "--dtype"},
+      {{"--q", (dir / "missing.npy").string()}, "missing.npy"},
+      {{"--q", (dir / "text.npy").string()}, "text.npy"},
+      {{"--q", (dir / "vector.npy").string()}, "vector.npy"},
+      {{"--k", d_wrong}, "d_wrong.npy"},
+      {{"--v", n_wrong}, "n_wrong.npy"},
+      {{"--k", stack_k}, "k.npy"},
+      {{"--k", keys_long, "--v", (dir / "n_wrong.npy").string(), "--method", "linformer"}, "keys_long.npy"},
+      {{"--method", "linformer", "--proj", std::to_string(kN + 1)}, "--proj"},
+      {{"--method", "nystrom", "--landmarks", std::to_string(kN + 1)}, "--landmarks"},
+      {{"--method", "streaming", "--block", "0"}, "--block"},
+      {{"--method", "favor", "--features", "0"}, "--features"},
+      {{"--method", "random-fourier", "--temperature", "-1"}, "--temperature"},
+      {{"--method", "random-fourier", "--temperature", "nan"}, "--temperature"},
+      {{"--method", "nystrom", "--pinv", "qr"}, "--pinv"},
+      {{"--method", "nystrom", "--pinv-iterations", "-3"}, "--pinv-iterations"},
+      {{"--method", "nystrom", "--pinv-init", "zero"}, "--pinv-init"},
+      {{"--threads", "0"}, "--threads"},
+      {{"--seed", "-1"}, "--seed"},
+      {{"--out", (dir / "no_such_dir" / "out.npy").string()}, "no_such_dir"},
+      {{"--out", dir.string()}, "--out"},
+      {{"--out", (dir / "text.npy" / "out.npy").string()}, "--out"},
+      {{"--method", "linformer", "--draws", (dir / "no_draws").string()}, "--draws"},
+      {{"--method", "linformer", "--draws", dir.string()}, "E.npy"},
+      {{"--method", "linformer", "--draws", (dir / "draws_bad").string()}, "draws_bad"},
+      {{"--method", "favor", "--features", "11", "--draws", (dir / "draws_bad").string()}, "--features"},
+      {{"--method", "favor", "--draws", dir.string(), "--save-draws", (dir / "s").string()}, "--draws"},
+      {{"--method", "favor", "--save-draws", (dir / "text.npy").string()}, "--save-draws"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = c.args;
+    using Flag = std::pair<std::string, std::string>;
+    for (const auto& [flag, value] : {Flag{"--q", in.args[1]}, Flag{"--k", in.args[3]}, Flag{"--v", in.args[5]},
+                                      Flag{"--out", out}})
+      if (std::find(c.args.begin(), c.args.end(), flag) == c.args.end()) args.insert(args.end(), {flag, value});
+    INFO("args: " << c.args[0] << " " << (c.args.size() > 1 ? c.args[1] : ""));
+    const auto r = run_binary("attend", args);
+    INFO("output: " << r.output);
+    CHECK(r.exit_status == 2);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.rfind("attend: ", 0) == 0);
+    CHECK(r.output.find(c.names) != std::string::npos);
+    CHECK(!fs::exists(out));
+  }
+  CHECK(!fs::exists(dir / "s"));
+}
+
+TEST_CASE("attend reports a non-finite output, exits 1 and writes nothing") {
+  // elu(x) + 1 features of entries 1e30 overflow float: numerator and denominator become inf, their ratio NaN.
+  ScratchDir dir;
+  const Mat<double> big = Mat<double>::Constant(kN, kD, 1e30);
+  for (const char* name : {"q.npy", "k.npy", "v.npy"}) write_npy(dir.path() / name, to_npy(big));
+  const fs::path out = dir.path() / "out.npy";
+  const auto r = run_binary("attend", {"--q", (dir.path() / "q.npy").string(), "--k", (dir.path() / "k.npy").string(),
+                                       "--v", (dir.path() / "v.npy").string(), "--method", "linear-elu", "--dtype",
+                                       "float", "--out", out.string()});
+  INFO(r.output);
+  CHECK(r.exit_status == 1);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(r.output.find("non-finite") != std::string::npos);
+  CHECK(!fs::exists(out));
+}
+
+TEST_CASE("attend --help lists every method and its parameters") {
+  const auto r = run_binary("attend", {"--help"});
+  CHECK(r.exit_status == 0);
+  for (const char* word : {"exact", "streaming", "linear-shen", "linear-elu", "linformer", "random-fourier", "favor",
+                           "nystrom", "--block", "--proj", "--projection", "--share-kv", "--features", "--temperature",
+                           "--iid", "--landmarks", "--pinv", "--pinv-iterations", "--pinv-init", "--rcond", "--seed",
+                           "--save-draws", "--draws", "--dtype", "--threads"})
+    CHECK(r.output.find(word) != std::string::npos);
+}
