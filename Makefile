@@ -3,18 +3,30 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 SEED ?= 20250311
 PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev python3 gnuplot-nox python3-numpy python3-scipy
+# Only `make fuzz` needs these (libFuzzer ships in Debian's compiler-rt package).
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 600
+SANITIZE_BUILD ?= build-sanitize
 
-.PHONY: all build test results report quick deps check-deps clean
+.PHONY: all build test results report quick deps check-deps check-fuzz-deps fuzz test-sanitize clean
 
 all: build
 
-# Missing packages are installed when running as root; otherwise we stop with the command.
-check-deps:
-	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
+# Missing packages ($(1)) are installed when running as root; otherwise we stop with the command.
+define check_packages
+	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
 	  else echo "missing Debian packages; run: sudo apt-get install -y$$missing"; exit 1; fi; \
 	fi
+endef
+
+check-deps:
+	$(call check_packages,$(PACKAGES))
+
+check-fuzz-deps:
+	$(call check_packages,$(FUZZ_PACKAGES))
 
 deps:
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y $(PACKAGES)
@@ -40,5 +52,29 @@ report: check-deps
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick
 
+# The .npy reader under libFuzzer with ASan and UBSan for FUZZ_SECONDS; any crash, sanitizer report or
+# non-NpyError exception stops it with the input in $(FUZZ_BUILD)/artifacts/ and fails the target.
+# New inputs it finds accumulate in $(FUZZ_BUILD)/corpus; the committed seeds (fuzz/corpus) stay as they are.
+FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -fno-omit-frame-pointer -fno-fast-math -ffp-contract=off -Wall -Wextra -Ilib -isystem /usr/include/eigen3
+FUZZ_SOURCES := fuzz/npy_fuzz.cpp lib/attnlab/npy.cpp lib/attnlab/atomic_file.cpp
+
+$(FUZZ_BUILD)/npy_fuzz: $(FUZZ_SOURCES) lib/attnlab/npy.hpp lib/attnlab/atomic_file.hpp
+	@mkdir -p $(FUZZ_BUILD)
+	clang++ $(FUZZ_CXXFLAGS) $(FUZZ_SOURCES) -lfmt -o $@
+
+fuzz: check-deps check-fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/npy_fuzz
+	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts
+	$(FUZZ_BUILD)/npy_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=fuzz/npy.dict -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_BUILD)/artifacts/ $(FUZZ_BUILD)/corpus fuzz/corpus
+
+# The whole build and ctest with AddressSanitizer and UndefinedBehaviorSanitizer (any UB aborts the test).
+# CTEST_ARGS narrows the run, e.g. CTEST_ARGS="-R test_npy".
+test-sanitize: check-deps
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Release -DATTNLAB_SANITIZE=address,undefined
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(SANITIZE_BUILD)

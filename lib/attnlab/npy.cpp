@@ -7,12 +7,14 @@
 // and refuse everything else with one line naming the problem.
 #include "attnlab/npy.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -23,24 +25,53 @@ namespace attnlab {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
-// A header longer than this is not one numpy writes for a <= 4-D float array; refusing
-// it early keeps a hostile length field from making us scan megabytes of text.
+// Magic, two version bytes and the longest (4-byte) header length field.
+constexpr std::size_t kMaxPrefixBytes = 12;
+// A header longer than this is not one numpy writes for a <= 4-D float array (numpy's own
+// reader stops at 10000); refusing it early keeps a hostile length field from making us
+// allocate or scan megabytes of text.
 constexpr std::size_t kMaxHeaderBytes = 1 << 16;
+// numpy.save pads the dict with spaces so the data start on a multiple of 64 bytes, after
+// first appending spaces so the growth axis could take up to 21 digits (numpy >= 1.24).
+constexpr std::size_t kArrayAlign = 64;
+constexpr std::size_t kGrowthAxisMaxDigits = 21;
+
+// `s` made safe for a one-line message: bytes outside printable ASCII become \xNN (and so does
+// the backslash, so the escape is unambiguous). File names keep their UTF-8 bytes.
+std::string escaped(std::string_view s, bool keep_non_ascii = false) {
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 0x20 && c < 0x7f && c != '\\') || (keep_non_ascii && c >= 0x80)) out.push_back(ch);
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
 
 [[noreturn]] void fail(const std::string& name, const std::string& problem) {
-  throw NpyError(name + ": " + problem);
+  throw NpyError(escaped(name, true) + ": " + problem);
 }
 
 std::size_t item_size(NpyDtype t) { return t == NpyDtype::float32 ? 4 : 8; }
 
-// A cursor over the header dict with the few Python literal forms numpy writes.
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_word_char(char c) { return is_digit(c) || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+// A cursor over the header dict, accepting the Python literal forms numpy writes and
+// ast.literal_eval reads for them: either quote, whitespace anywhere between tokens,
+// trailing commas in the dict and the tuple, and (in versions 1.0 and 2.0, written by
+// Python 2) an 'L' after an integer.
 class HeaderParser {
  public:
-  HeaderParser(std::string_view text, const std::string& name) : text_(text), name_(name) {}
+  HeaderParser(std::string_view text, const std::string& name, bool long_suffix)
+      : text_(text), name_(name), long_suffix_(long_suffix) {}
 
+  [[noreturn]] void malformed(const std::string& problem) const {
+    fail(name_, fmt::format("malformed header: {} at byte {} of the header", problem, pos_));
+  }
   void skip_space() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
-      ++pos_;
+    while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
   }
   bool at_end() const { return pos_ >= text_.size(); }
   char peek() const { return at_end() ? '\0' : text_[pos_]; }
@@ -51,18 +82,20 @@ class HeaderParser {
     return true;
   }
   void expect(char c, std::string_view what) {
-    if (!accept(c)) fail(name_, fmt::format("malformed header: expected '{}' {}", c, what));
+    if (!accept(c)) malformed(fmt::format("expected '{}' {}", c, what));
   }
 
-  // 'text' or "text"; no escapes (numpy never writes them in the keys or dtypes we accept).
+  // 'text' or "text"; no escapes or string prefixes (numpy never writes them in the keys or
+  // dtypes we accept).
   std::string string_literal(std::string_view what) {
     skip_space();
     const char quote = peek();
-    if (quote != '\'' && quote != '"') fail(name_, fmt::format("malformed header: expected a quoted string for {}", what));
+    if (quote != '\'' && quote != '"') malformed(fmt::format("expected a quoted string for {}", what));
     const std::size_t end = text_.find(quote, pos_ + 1);
-    if (end == std::string_view::npos) fail(name_, fmt::format("malformed header: unterminated string for {}", what));
+    if (end == std::string_view::npos) malformed(fmt::format("unterminated string for {}", what));
     std::string s(text_.substr(pos_ + 1, end - pos_ - 1));
-    if (s.find('\\') != std::string::npos) fail(name_, fmt::format("malformed header: escape sequence in {}", what));
+    if (s.find('\\') != std::string::npos) malformed(fmt::format("escape sequence in {}", what));
+    if (s.find('\n') != std::string::npos) malformed(fmt::format("line break in {}", what));
     pos_ = end + 1;
     return s;
   }
@@ -70,47 +103,55 @@ class HeaderParser {
   bool boolean(std::string_view what) {
     skip_space();
     for (const auto& [word, value] : {std::pair{std::string_view("True"), true}, std::pair{std::string_view("False"), false}}) {
-      if (text_.substr(pos_, word.size()) == word) {
+      if (text_.substr(pos_, word.size()) == word && (pos_ + word.size() >= text_.size() || !is_word_char(text_[pos_ + word.size()]))) {
         pos_ += word.size();
         return value;
       }
     }
-    fail(name_, fmt::format("malformed header: {} must be True or False", what));
+    malformed(fmt::format("{} must be True or False", what));
   }
 
   // (a, b, ...) of non-negative decimal integers; (a,) for one dimension, () for none.
+  // (a) is an integer in Python, not a tuple, and numpy refuses it: so do we.
   std::vector<std::size_t> shape_tuple() {
-    expect('(', "to open the shape");
+    expect('(', "to open the shape tuple");
     std::vector<std::size_t> shape;
+    bool comma = false;
     while (!accept(')')) {
-      if (shape.size() == 64) fail(name_, "malformed header: shape has more than 64 entries");
+      if (shape.size() == 64) malformed("shape has more than 64 entries");
       shape.push_back(dimension());
-      skip_space();
-      if (accept(',')) continue;
-      expect(')', "to close the shape");
+      comma = accept(',');
+      if (comma) continue;
+      expect(')', "to close the shape tuple");
       break;
     }
+    if (shape.size() == 1 && !comma) malformed(fmt::format("shape ({}) is an integer, not a tuple (numpy writes ({},))", shape[0], shape[0]));
     return shape;
   }
 
  private:
   std::size_t dimension() {
     skip_space();
-    if (peek() < '0' || peek() > '9') fail(name_, "malformed header: shape entries must be non-negative integers");
+    if (peek() == '-') malformed("negative dimension in the shape");
+    if (!is_digit(peek())) malformed("shape entries must be non-negative decimal integers");
+    const std::size_t start = pos_;
     std::uint64_t v = 0;
-    while (peek() >= '0' && peek() <= '9') {
-      const std::uint64_t digit = static_cast<std::uint64_t>(peek() - '0');
-      if (v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) fail(name_, "shape entry overflows 64 bits");
+    while (is_digit(peek())) {
+      const auto digit = static_cast<std::uint64_t>(peek() - '0');
+      if (v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) malformed("shape entry overflows 64 bits");
       v = v * 10 + digit;
       ++pos_;
     }
-    if (peek() == 'L') ++pos_;  // Python 2's long suffix, written by old numpy
-    if (v > std::numeric_limits<std::size_t>::max()) fail(name_, "shape entry overflows size_t");
+    // Python 3 reads 007 as a syntax error (only 0, 00, ... may start with 0).
+    if (text_[start] == '0' && v != 0) malformed("shape entry with a leading zero");
+    if (long_suffix_ && peek() == 'L') ++pos_;
+    if (is_word_char(peek()) || peek() == '.') malformed("shape entries must be non-negative decimal integers");
     return static_cast<std::size_t>(v);
   }
 
   std::string_view text_;
   const std::string& name_;
+  bool long_suffix_;
   std::size_t pos_ = 0;
 };
 
@@ -123,57 +164,74 @@ struct Header {
 NpyDtype parse_descr(const std::string& descr, const std::string& name) {
   if (descr == "<f4") return NpyDtype::float32;
   if (descr == "<f8") return NpyDtype::float64;
-  if (descr == ">f4" || descr == ">f8") fail(name, fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr));
-  if (descr == "|O" || descr == "O") fail(name, "object arrays are not supported");
-  fail(name, fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", descr));
+  if (descr == ">f4" || descr == ">f8")
+    fail(name, fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr));
+  if (descr == "|O" || descr == "O" || descr == "<O" || descr == ">O") fail(name, "object arrays are not supported");
+  fail(name, fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", escaped(descr)));
 }
 
-Header parse_header(std::string_view text, const std::string& name) {
-  HeaderParser p(text, name);
+Header parse_header(std::string_view text, const std::string& name, unsigned major) {
+  // numpy decodes the header as latin-1 (1.0, 2.0) or UTF-8 (3.0); what it writes for our
+  // dtypes is ASCII, so anything else is refused before it can reach a message.
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) fail(name, fmt::format("malformed header: non-ASCII byte \\x{:02x} at byte {} of the header", c, i));
+    if ((c < 0x20 || c == 0x7f) && !is_space(text[i]))
+      fail(name, fmt::format("malformed header: control byte \\x{:02x} at byte {} of the header", c, i));
+  }
+  HeaderParser p(text, name, major < 3);
   std::optional<NpyDtype> dtype;
   std::optional<bool> fortran;
   std::optional<std::vector<std::size_t>> shape;
-  p.expect('{', "at the start of the header");
+  p.expect('{', "at the start of the header (it must be a dict)");
   while (!p.accept('}')) {
     const std::string key = p.string_literal("a header key");
     p.expect(':', "after a header key");
     if (key == "descr") {
       p.skip_space();
       if (p.peek() == '[') fail(name, "structured dtypes are not supported");
-      if (dtype) fail(name, "malformed header: 'descr' given twice");
+      if (dtype) p.malformed("'descr' given twice");
       dtype = parse_descr(p.string_literal("'descr'"), name);
     } else if (key == "fortran_order") {
-      if (fortran) fail(name, "malformed header: 'fortran_order' given twice");
+      if (fortran) p.malformed("'fortran_order' given twice");
       fortran = p.boolean("'fortran_order'");
     } else if (key == "shape") {
-      if (shape) fail(name, "malformed header: 'shape' given twice");
+      if (shape) p.malformed("'shape' given twice");
       shape = p.shape_tuple();
     } else {
-      fail(name, fmt::format("malformed header: unknown key '{}'", key));
+      p.malformed(fmt::format("unknown key '{}' (only 'descr', 'fortran_order' and 'shape')", escaped(key)));
     }
     if (p.accept(',')) continue;
-    p.expect('}', "to close the header");
+    p.expect('}', "to close the header dict");
     break;
   }
   p.skip_space();
-  if (!p.at_end()) fail(name, "malformed header: text after the closing '}'");
-  if (!dtype) fail(name, "malformed header: no 'descr'");
-  if (!fortran) fail(name, "malformed header: no 'fortran_order'");
-  if (!shape) fail(name, "malformed header: no 'shape'");
+  if (!p.at_end()) p.malformed("text after the closing '}'");
+  if (!dtype) fail(name, "malformed header: no 'descr' key");
+  if (!fortran) fail(name, "malformed header: no 'fortran_order' key");
+  if (!shape) fail(name, "malformed header: no 'shape' key");
   if (shape->empty()) fail(name, "0-d (scalar) arrays are not supported: 1 to 4 dimensions");
-  if (shape->size() > kNpyMaxDims) fail(name, fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", shape->size()));
+  if (shape->size() > kNpyMaxDims)
+    fail(name, fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", shape->size()));
   return {*dtype, *fortran, std::move(*shape)};
 }
 
-// The number of elements, or nullopt when it (or its size in bytes) overflows.
+// The size in bytes of an array of `shape`, or nullopt when it does not fit in ptrdiff_t.
+// As numpy does, the product of the non-zero dimensions must fit even when another one is
+// zero: (0, 2^62, 2^62) is as unrepresentable as (1, 2^62, 2^62).
 std::optional<std::size_t> checked_byte_count(const std::vector<std::size_t>& shape, std::size_t item) {
-  std::size_t n = 1;
-  for (std::size_t s : shape) {
-    if (s != 0 && n > std::numeric_limits<std::size_t>::max() / s) return std::nullopt;
-    n *= s;
+  constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  std::size_t nonzero = item;
+  bool empty = false;
+  for (const std::size_t s : shape) {
+    if (s == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > kMax / s) return std::nullopt;
+    nonzero *= s;
   }
-  if (n > std::numeric_limits<std::size_t>::max() / item) return std::nullopt;
-  return n * item;
+  return empty ? 0 : nonzero;
 }
 
 std::uint64_t little_endian(const unsigned char* p, std::size_t bytes) {
@@ -204,65 +262,123 @@ std::vector<std::size_t> fortran_to_c_positions(const std::vector<std::size_t>& 
   return c_pos;
 }
 
+// The multi-index of C-order flat position `flat`.
+std::vector<std::size_t> c_index(const std::vector<std::size_t>& shape, std::size_t flat) {
+  std::vector<std::size_t> index(shape.size());
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    index[k] = flat % shape[k];
+    flat /= shape[k];
+  }
+  return index;
+}
+
+// Python's repr of the shape tuple: (3,) and (3, 4).
 std::string shape_text(const std::vector<std::size_t>& shape) {
   return shape.size() == 1 ? fmt::format("({},)", shape[0]) : fmt::format("({})", fmt::join(shape, ", "));
+}
+
+// Checks the magic, the version and the header length field in `head` (the first bytes of
+// a file of `total` bytes, at least kMaxPrefixBytes of them unless the file is shorter) and
+// returns where the header ends, which is within the file.
+std::size_t header_end(std::span<const unsigned char> head, std::size_t total, const std::string& name) {
+  if (total < kMagic.size() || std::memcmp(head.data(), kMagic.data(), kMagic.size()) != 0)
+    fail(name, "not an .npy file (bad magic; expected \\x93NUMPY)");
+  if (total < kMagic.size() + 2) fail(name, "truncated: the file ends inside the format version");
+  const unsigned major = head[6], minor = head[7];
+  if (major < 1 || major > 3 || minor != 0) fail(name, fmt::format("unsupported .npy format version {}.{} (1.0, 2.0 or 3.0)", major, minor));
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  const std::size_t prefix = 8 + length_bytes;
+  if (total < prefix) fail(name, "truncated: the file ends inside the header length");
+  const auto header_len = static_cast<std::size_t>(little_endian(head.data() + 8, length_bytes));
+  if (header_len > total - prefix)
+    fail(name, fmt::format("truncated header: the header length says {} bytes, the file has {} after the prefix", header_len, total - prefix));
+  if (header_len > kMaxHeaderBytes) fail(name, fmt::format("header of {} bytes is implausibly long (at most {})", header_len, kMaxHeaderBytes));
+  return prefix + header_len;
+}
+
+struct Layout {
+  Header header;
+  std::size_t data_offset;
+  std::size_t data_bytes;
+};
+
+// Parses the prefix and header at the start of `head` (which holds at least up to the end
+// of the header) of a file of `total` bytes, and checks the data are exactly as long as the
+// shape says: shorter is truncation, longer a header that lies about the shape.
+Layout parse_layout(std::span<const unsigned char> head, std::size_t total, const std::string& name) {
+  const std::size_t end = header_end(head, total, name);
+  const std::size_t prefix = head[6] == 1 ? 10 : 12;
+  const std::string_view text(reinterpret_cast<const char*>(head.data() + prefix), end - prefix);
+  Header h = parse_header(text, name, head[6]);
+  const auto data_bytes = checked_byte_count(h.shape, item_size(h.dtype));
+  if (!data_bytes) fail(name, fmt::format("shape {} is too large: its size in bytes overflows ptrdiff_t", shape_text(h.shape)));
+  const std::size_t available = total - end;
+  if (available < *data_bytes)
+    fail(name, fmt::format("truncated data: shape {} needs {} bytes, the file has {}", shape_text(h.shape), *data_bytes, available));
+  if (available > *data_bytes)
+    fail(name, fmt::format("{} bytes of trailing data: shape {} needs {} bytes, the file has {}", available - *data_bytes,
+                           shape_text(h.shape), *data_bytes, available));
+  return {std::move(h), end, *data_bytes};
 }
 
 }  // namespace
 
 NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& name) {
-  // 1. Magic and version.
-  if (bytes.size() < kMagic.size() + 2 || std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0)
-    fail(name, "not an .npy file (bad magic)");
-  const unsigned major = bytes[6], minor = bytes[7];
-  if (major < 1 || major > 3 || minor != 0) fail(name, fmt::format("unsupported .npy format version {}.{}", major, minor));
-
-  // 2. Header length and text.
-  const std::size_t length_bytes = major == 1 ? 2 : 4;
-  const std::size_t prefix = 8 + length_bytes;
-  if (bytes.size() < prefix) fail(name, "truncated: the file ends inside the header length");
-  const std::size_t header_len = static_cast<std::size_t>(little_endian(bytes.data() + 8, length_bytes));
-  if (header_len > kMaxHeaderBytes) fail(name, fmt::format("header length {} is implausibly large", header_len));
-  if (header_len > bytes.size() - prefix) fail(name, fmt::format("truncated: header of {} bytes, file has {} after the prefix", header_len, bytes.size() - prefix));
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + prefix), header_len);
-  for (char c : text)
-    if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r')
-      fail(name, "malformed header: control character");
-  Header h = parse_header(text, name);
-
-  // 3. The data must be exactly as long as the shape says: shorter is truncation, longer a lying header.
+  const Layout layout = parse_layout(bytes, bytes.size(), name);
+  const Header& h = layout.header;
   const std::size_t item = item_size(h.dtype);
-  const auto data_bytes = checked_byte_count(h.shape, item);
-  if (!data_bytes) fail(name, fmt::format("shape {} overflows the address space", shape_text(h.shape)));
-  const std::size_t available = bytes.size() - prefix - header_len;
-  if (available < *data_bytes)
-    fail(name, fmt::format("truncated data: shape {} needs {} bytes, file has {}", shape_text(h.shape), *data_bytes, available));
-  if (available > *data_bytes)
-    fail(name, fmt::format("{} bytes after the data: the header's shape {} does not match the file", available - *data_bytes, shape_text(h.shape)));
+  const std::size_t count = layout.data_bytes / item;
+  const unsigned char* data = bytes.data() + layout.data_offset;
 
-  // 4. Decode, reorder Fortran-order files to C order, and refuse non-finite values.
-  const std::size_t count = *data_bytes / item;
-  const unsigned char* data = bytes.data() + prefix + header_len;
+  // Decode, reordering Fortran-order files to C order.
   NpyArray out{h.shape, h.dtype, std::vector<double>(count)};
   const std::vector<std::size_t> c_pos = h.fortran_order && h.shape.size() > 1 ? fortran_to_c_positions(h.shape, count)
                                                                                 : std::vector<std::size_t>{};
-  for (std::size_t i = 0; i < count; ++i) {
-    const double v = decode(data + i * item, h.dtype);
-    const std::size_t at = c_pos.empty() ? i : c_pos[i];
-    if (!std::isfinite(v)) fail(name, fmt::format("value {} (C-order position {}) is not finite", v, at));
-    out.values[at] = v;
-  }
+  for (std::size_t i = 0; i < count; ++i) out.values[c_pos.empty() ? i : c_pos[i]] = decode(data + i * item, h.dtype);
+
+  // The first non-finite value in C order, as numpy's a.flat would count it.
+  for (std::size_t i = 0; i < count; ++i)
+    if (!std::isfinite(out.values[i]))
+      fail(name, fmt::format("value {} at flat index {} (index {}, C order) is not finite", out.values[i], i,
+                             shape_text(c_index(h.shape, i))));
   return out;
 }
 
+namespace {
+
+// Reads from `in` until `bytes` holds `size` bytes; a file that shrank meanwhile is an error.
+void read_until(std::ifstream& in, std::vector<unsigned char>& bytes, std::size_t size, const std::string& name) {
+  const std::size_t old = bytes.size();
+  if (size <= old) return;
+  bytes.resize(size);
+  in.read(reinterpret_cast<char*>(bytes.data() + old), static_cast<std::streamsize>(size - old));
+  if (static_cast<std::size_t>(in.gcount()) != size - old) fail(name, "read error: the file is shorter than its size said");
+}
+
+}  // namespace
+
+// Reads in three bounded steps, prefix, header, data, each sized by what came before and
+// checked against the file's size, so a lying length field never causes a large allocation.
 NpyArray read_npy(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path.string(), "cannot open for reading");
+  const std::string name = path.string();
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path.string(), "is a directory, not an .npy file");
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path.string(), "read error");
-  return parse_npy(bytes, path.string());
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) fail(name, "no such file");
+  if (status.type() == std::filesystem::file_type::directory) fail(name, "is a directory, not an .npy file");
+  if (status.type() != std::filesystem::file_type::regular) fail(name, "not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  const auto total = std::filesystem::file_size(path, ec);
+  if (!in || ec) fail(name, "cannot open for reading");
+  if (total > static_cast<std::uintmax_t>(std::numeric_limits<std::ptrdiff_t>::max())) fail(name, "file too large");
+  const auto size = static_cast<std::size_t>(total);
+
+  std::vector<unsigned char> bytes;
+  read_until(in, bytes, std::min(size, kMaxPrefixBytes), name);
+  read_until(in, bytes, header_end(bytes, size, name), name);
+  const Layout layout = parse_layout(bytes, size, name);
+  read_until(in, bytes, layout.data_offset + layout.data_bytes, name);
+  if (in.peek() != std::ifstream::traits_type::eof()) fail(name, "read error: the file grew while being read");
+  return parse_npy(bytes, name);
 }
 
 std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {
@@ -275,18 +391,22 @@ std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {
   if (!data_bytes || *data_bytes / item != array.values.size())
     throw std::invalid_argument(fmt::format("format_npy: shape {} does not hold {} values", shape_text(array.shape), array.values.size()));
 
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}",
-                                 array.dtype == NpyDtype::float32 ? "<f4" : "<f8",
-                                 options.fortran_order ? "True" : "False", shape_text(array.shape));
-  int major = options.major_version;
-  if (major == 0) major = dict.size() + 1 + 10 > 65535 ? 2 : 1;
+  // numpy marks an array Fortran-ordered only when it is not also C-contiguous: never for
+  // 1-D, empty, or shapes with at most one dimension above 1, where both orders coincide.
+  const std::size_t long_axes = static_cast<std::size_t>(std::count_if(array.shape.begin(), array.shape.end(), [](std::size_t s) { return s > 1; }));
+  const bool fortran = options.fortran_order && !array.values.empty() && long_axes > 1;
+
+  // The header exactly as numpy.lib.format._write_array_header and _wrap_header build it.
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}", array.dtype == NpyDtype::float32 ? "<f4" : "<f8",
+                                 fortran ? "True" : "False", shape_text(array.shape));
+  dict.append(kGrowthAxisMaxDigits - fmt::formatted_size("{}", array.shape[fortran ? array.shape.size() - 1 : 0]), ' ');
+  const std::size_t header_len_v1 = dict.size() + 1 + kArrayAlign - (10 + dict.size() + 1) % kArrayAlign;
+  const int major = options.major_version != 0 ? options.major_version : header_len_v1 > 0xffff ? 2 : 1;
   const std::size_t prefix = major == 1 ? 10 : 12;
-  if (major == 1 && dict.size() + 1 + prefix > 65535)
-    throw std::invalid_argument("format_npy: header too long for format 1.0");
-  // Pad with spaces so the data starts on a 64-byte boundary, as numpy does.
-  const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
-  dict.append(total - prefix - dict.size() - 1, ' ');
+  // Note numpy's quirk: a header that already ends on the boundary gets 64 more spaces.
+  dict.append(kArrayAlign - (prefix + dict.size() + 1) % kArrayAlign, ' ');
   dict.push_back('\n');
+  if (major == 1 && dict.size() > 0xffff) throw std::invalid_argument("format_npy: header too long for format 1.0");
 
   std::string out(kMagic);
   out.push_back(static_cast<char>(major));
@@ -296,16 +416,14 @@ std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {
 
   // Values in file order: C order as stored, or transposed to Fortran order.
   const std::size_t count = array.values.size();
-  const std::vector<std::size_t> c_pos = options.fortran_order && array.shape.size() > 1
-                                             ? fortran_to_c_positions(array.shape, count)
-                                             : std::vector<std::size_t>{};
+  const std::vector<std::size_t> c_pos = fortran ? fortran_to_c_positions(array.shape, count) : std::vector<std::size_t>{};
   out.reserve(out.size() + *data_bytes);
   for (std::size_t i = 0; i < count; ++i) {
     const double v = array.values[c_pos.empty() ? i : c_pos[i]];
     if (!std::isfinite(v)) throw std::invalid_argument(fmt::format("format_npy: value {} is not finite", v));
     std::uint64_t bits;
     if (array.dtype == NpyDtype::float32) {
-      const float f = static_cast<float>(v);
+      const auto f = static_cast<float>(v);
       if (!std::isfinite(f)) throw std::invalid_argument(fmt::format("format_npy: value {} overflows float32", v));
       bits = std::bit_cast<std::uint32_t>(f);
     } else {
