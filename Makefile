@@ -2,14 +2,14 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SEED ?= 20250311
-PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev python3 gnuplot-nox python3-numpy python3-scipy
+PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev libopenblas-dev python3 gnuplot-nox python3-numpy python3-scipy
 # Only `make fuzz` needs these (libFuzzer ships in Debian's compiler-rt package).
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
 SANITIZE_BUILD ?= build-sanitize
 
-.PHONY: all build test results report quick deps check-deps check-fuzz-deps fuzz test-sanitize clean
+.PHONY: all build test results report quick bench deps check-deps check-fuzz-deps fuzz test-sanitize clean
 
 all: build
 
@@ -48,6 +48,20 @@ results: check-deps
 # Rewrites results/REPORT.md and results/figures/ from the results already there (no experiment is rerun).
 report: check-deps
 	python3 tools/make_report.py --results results --seed $(SEED)
+
+# The benchmark (issue 6): our kernels, then the PyTorch peer on the same configurations (skipped with a
+# message when Debian's python3-torch is missing), then the table and figure. BENCH_FLAGS=--quick for a smoke run.
+BENCH_THREADS ?= 2
+BENCH_FLAGS ?=
+PYTHON ?= /usr/bin/python3
+bench: check-deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7
+	$(BUILD)/bin/bench_attention --out results --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
+	  $(PYTHON) bench/bench_attention_torch.py --csv results/bench_attention.csv --threads $(BENCH_THREADS); \
+	else echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the torch peer is skipped"; fi
+	$(BUILD)/bin/bench_r7 --out results --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(PYTHON) tools/bench_report.py --results results --readme README.md
 
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick

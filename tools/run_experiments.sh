@@ -48,6 +48,10 @@ if [ "${REPORT:-0}" = 1 ]; then
   rm -f "$stage/.stderr"
   echo "done in $(( $(date +%s) - t0 )) s"
 fi
+# The benchmark's files (make bench, issue 6) are not experiments: they are carried over unchanged.
+if [ -d "$out" ]; then
+  for f in "$out"/bench_*; do cp -p "$f" "$stage/"; done
+fi
 rm -rf "$out.old"; [ -d "$out" ] && mv "$out" "$out.old"
 mv "$stage" "$out"; rm -rf "$out.old"; trap - EXIT
 chmod 755 "$out"

@@ -12,17 +12,6 @@ using namespace attnlab::testing;
 
 namespace {
 
-// A forward-error bound for one output entry of softmax attention in precision T: each logit
-// s_ij carries an absolute error up to d eps |q_i| |k_j| / sqrt(d), which exp() turns into a
-// relative error of the weight; normalising and summing n weighted values adds n eps. So
-// |out - exact| <= c (d s_max + n) eps max|v|, with c = 4 for the few extra roundings.
-template <typename T>
-double softmax_output_bound(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
-  const double d = static_cast<double>(q.cols()), n = static_cast<double>(k.rows());
-  const double s_max = q.rowwise().norm().maxCoeff() * k.rowwise().norm().maxCoeff() / std::sqrt(d);
-  return 4 * (d * s_max + n + 4) * eps<T>() * std::max(1.0, static_cast<double>(v.cwiseAbs().maxCoeff()));
-}
-
 template <typename T>
 void check_agreement_with_naive() {
   Rng rng(kAttentionTestSeed);

@@ -8,16 +8,22 @@
 
 namespace attnlab::detail {
 
-// out[i] = kernel(q[i], k[i], v[i]) for every flat head index i, in parallel over heads.
-// The stacks must agree in batch and heads (n may differ between Q and K, V: cross attention).
-// Each head writes only its own slot, so the result does not depend on the thread count.
-template <typename T, typename Kernel>
-HeadStack<T> map_heads(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v, Kernel kernel) {
+// Throws std::invalid_argument unless the stacks agree in batch and heads (n may differ between
+// Q and K, V: cross attention).
+template <typename T>
+void check_same_heads(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v) {
   if (q.batch() != k.batch() || q.heads() != k.heads() || k.batch() != v.batch() || k.heads() != v.heads())
     throw std::invalid_argument("attention: head stacks differ in (batch, heads): Q (" + std::to_string(q.batch()) +
                                 ", " + std::to_string(q.heads()) + "), K (" + std::to_string(k.batch()) + ", " +
                                 std::to_string(k.heads()) + "), V (" + std::to_string(v.batch()) + ", " +
                                 std::to_string(v.heads()) + ")");
+}
+
+// out[i] = kernel(q[i], k[i], v[i]) for every flat head index i, in parallel over heads.
+// Each head writes only its own slot, so the result does not depend on the thread count.
+template <typename T, typename Kernel>
+HeadStack<T> map_heads(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v, Kernel kernel) {
+  check_same_heads(q, k, v);
   HeadStack<T> out(q.batch(), q.heads(), q.n(), v.d());
   const Eigen::Index count = q.count();
   // Exceptions must not escape an OpenMP region: shapes are checked on head 0 first, and

@@ -13,4 +13,7 @@ bool reset_peak_rss();
 // Empty when the file cannot be read. Resident pages only: a buffer counts once it is touched.
 std::optional<double> peak_rss_bytes();
 
+// VmRSS of /proc/self/status in bytes: the resident set now. Empty when it cannot be read.
+std::optional<double> current_rss_bytes();
+
 }  // namespace attnlab

@@ -1,0 +1,190 @@
+// bench_attention (issue 6): the five attentions' fast kernels timed on the report's grid and on long
+// sequences, each configuration in a fresh process, beside this machine's measured sgemm rate.
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+
+#include "attnlab/attention_cost.hpp"
+#include "attnlab/csv_table.hpp"
+#include "attnlab/experiment_cli.hpp"
+#include "attnlab/fast_attention.hpp"
+#include "attnlab/fused_attention.hpp"
+#include "attnlab/iterative_pinv.hpp"
+#include "attnlab/linformer.hpp"
+#include "attnlab/peak_rss.hpp"
+#include "attnlab/progress.hpp"
+#include "attnlab/rng.hpp"
+#include "attnlab/subprocess.hpp"
+#include "attnlab/timing.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+// Linformer's projected length and Nystrom's landmarks: 64, as the report's runs.
+constexpr Eigen::Index kProjected = 64, kLandmarks = 64;
+const std::vector<std::string> kMethods = {"exact", "streaming", "linear", "linformer", "nystrom"};
+
+using Stack = HeadStack<float>;
+
+struct Config {
+  std::string method;
+  Eigen::Index batch = 1, heads = 1, n = 1, d = 1;
+
+  std::string spec() const { return fmt::format("{}:{}:{}:{}:{}", method, batch, heads, n, d); }
+  static Config parse(const std::string& spec) {
+    Config c;
+    std::istringstream in(spec);
+    char sep[4];
+    std::getline(in, c.method, ':');
+    in >> c.batch >> sep[0] >> c.heads >> sep[1] >> c.n >> sep[2] >> c.d;
+    if (!in || !in.eof() || c.batch < 1 || c.heads < 1 || c.n < 1 || c.d < 1 ||
+        std::find(kMethods.begin(), kMethods.end(), c.method) == kMethods.end())
+      throw CLI::ValidationError("--run-one", "'" + spec + "' is not METHOD:BATCH:HEADS:N:D");
+    return c;
+  }
+};
+
+// The report's grid (batch 32, heads 4) and long sequences with batch * heads = 1; every method
+// reaches n = 32768 (the fused exact kernel holds 64 x n scores per thread, not n x n).
+std::vector<Config> configurations(bool quick) {
+  const Eigen::Index batch = quick ? 2 : 32, heads = quick ? 2 : 4;
+  const std::vector<Eigen::Index> grid_n = quick ? std::vector<Eigen::Index>{128, 256}
+                                                 : std::vector<Eigen::Index>{128, 256, 512, 768, 1024, 2048};
+  const std::vector<Eigen::Index> grid_d = quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{32, 64};
+  const std::vector<Eigen::Index> long_n = quick ? std::vector<Eigen::Index>{1024}
+                                                 : std::vector<Eigen::Index>{4096, 8192, 16384, 32768};
+  std::vector<Config> all;
+  for (Eigen::Index d : grid_d)
+    for (Eigen::Index n : grid_n)
+      for (const auto& m : kMethods) all.push_back({m, batch, heads, n, d});
+  for (Eigen::Index n : long_n)
+    for (const auto& m : kMethods) all.push_back({m, 1, 1, n, 64});
+  return all;
+}
+
+// Counted floating-point operations of one head (2 per multiply-add of attention_cost.hpp).
+double counted_flops(const std::string& method, Eigen::Index n, Eigen::Index d) {
+  const std::size_t f = sizeof(float);
+  if (method == "exact" || method == "streaming") return 2 * softmax_attention_cost(n, d, f).multiply_adds;
+  if (method == "linear") return 2 * elu_linear_attention_cost(n, d, f).multiply_adds;
+  if (method == "linformer") return 2 * linformer_cost(n, d, d, std::min(kProjected, n), f).multiply_adds;
+  return 2 * nystrom_attention_cost(n, d, std::min(kLandmarks, n), kNystromformerPinvIterations, f).multiply_adds;
+}
+
+Stack gaussian_heads(const Config& c, Rng& rng) {
+  Stack s(c.batch, c.heads, c.n, c.d);
+  for (Eigen::Index i = 0; i < s.count(); ++i) s[i] = gaussian_matrix<float>(c.n, c.d, rng);
+  return s;
+}
+
+// One configuration, in this (fresh) process: median seconds of `repeats` runs after a warm-up,
+// and the peak resident memory the configuration added (inputs, workspace, outputs) in bytes.
+std::pair<double, double> run_configuration(const Config& c, std::uint64_t seed, int repeats) {
+  // The OpenMP threads (and their stacks) exist before the baseline, so they are not counted.
+#pragma omp parallel
+  keep_alive(c);
+  const double base = current_rss_bytes().value_or(0);
+  if (!reset_peak_rss()) throw std::runtime_error("cannot reset the peak resident set (/proc/self/clear_refs)");
+  // The same inputs for every method at one (batch, heads, n, d).
+  Rng rng(derive_seed(seed, static_cast<std::uint64_t>(c.n * 4096 + c.d * 64 + c.batch)));
+  const Stack q = gaussian_heads(c, rng), k = gaussian_heads(c, rng), v = gaussian_heads(c, rng);
+  LinformerProjections<float> proj;
+  if (c.method == "linformer")
+    proj = gaussian_projections(c.n, std::min(kProjected, c.n), ProjectionSharing::shared, rng).cast<float>();
+  const std::function<Stack()> run = [&]() -> Stack {
+    if (c.method == "exact") return fused_attention(q, k, v);
+    if (c.method == "streaming") return fused_attention(q, k, v, kFusedKeyBlock);
+    if (c.method == "linear") return fast_elu_linear_attention(q, k, v);
+    if (c.method == "linformer") return fast_linformer_attention(q, k, v, proj);
+    return fast_nystrom_attention(q, k, v, std::min(kLandmarks, c.n));
+  };
+  const Stack probe = run();  // the warm-up, and a check that the output is usable
+  for (Eigen::Index i = 0; i < probe.count(); ++i)
+    if (!probe[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
+  const double seconds = median_seconds([&] { keep_alive(run()); }, repeats, false);
+  const auto peak = peak_rss_bytes();
+  if (!peak) throw std::runtime_error("cannot read the peak resident set (/proc/self/status)");
+  return {seconds, *peak - base};
+}
+
+// The single-precision GEMM rate (GFLOP/s) of an s x s x s product with `threads` threads, by
+// Eigen (its own OpenMP blocking) and by OpenBLAS: the practical ceiling of every kernel here.
+std::pair<double, double> gemm_rates(Eigen::Index s, int threads, int repeats, Rng& rng) {
+  const Mat<float> a = gaussian_matrix<float>(s, s, rng), b = gaussian_matrix<float>(s, s, rng);
+  Mat<float> c(s, s);
+  const double flops = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
+  Eigen::setNbThreads(threads);
+  const double eigen_s = median_seconds([&] { c.noalias() = a * b; }, repeats);
+  Eigen::setNbThreads(1);  // the kernels parallelise across heads and blocks themselves
+  openblas_set_num_threads(threads);
+  const int si = static_cast<int>(s);
+  const double blas_s = median_seconds(
+      [&] {
+        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, si, si, si, 1.0f, a.data(), si, b.data(), si, 0.0f,
+                    c.data(), si);
+      },
+      repeats);
+  keep_alive(c);
+  return {flops / eigen_s * 1e-9, flops / blas_s * 1e-9};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ExperimentCli cli("bench_attention", "issue 6: fast attention kernels timed on the report's grid and long sequences");
+  int repeats = 5;
+  std::string one;
+  cli.app().add_option("--repeats", repeats, "timed runs per configuration, after one warm-up (median reported)")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  cli.app().add_option("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds peak_bytes'");
+  cli.parse(argc, argv);
+  Config single;
+  if (!one.empty()) {
+    try {
+      single = Config::parse(one);
+    } catch (const CLI::Error& e) {
+      fmt::print(stderr, "bench_attention: {}\n", e.what());
+      return kExitUsage;
+    }
+  }
+  return run_experiment(cli.name(), [&] {
+    const auto& opt = cli.options();
+    if (!one.empty()) {
+      const auto [seconds, peak] = run_configuration(single, opt.seed, repeats);
+      fmt::print("{} {}\n", format_real(seconds), format_real(peak));
+      return;
+    }
+    Rng rng(derive_seed(opt.seed, 1));
+    const auto [eigen_gemm, blas_gemm] = gemm_rates(opt.quick ? 256 : 2048, opt.threads, opt.quick ? 3 : 7, rng);
+    fmt::print(stderr, "sgemm with {} threads: Eigen {:.1f} GFLOP/s, OpenBLAS {:.1f} GFLOP/s\n", opt.threads,
+               eigen_gemm, blas_gemm);
+    CsvTable table({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
+                    int_col("threads"), real_col("median_s"), real_col("gflops"), real_col("peak_mib"),
+                    real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
+                    int_col("repeats")});
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const auto configs = configurations(opt.quick);
+    Progress progress("bench_attention", configs.size());
+    for (const Config& c : configs) {
+      // A fresh process per configuration: its peak memory is its own, not the largest so far.
+      const ProcessResult r = run_process(self, {"--run-one", c.spec(), "--seed", std::to_string(opt.seed), "--threads",
+                                                 std::to_string(opt.threads), "--repeats", std::to_string(repeats),
+                                                 "--out", opt.out.string()},
+                                          false);
+      std::istringstream in(r.output);
+      double seconds = 0, peak = 0;
+      if (r.exit_status != 0 || !(in >> seconds >> peak))
+        throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
+      const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
+      table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, seconds, flops / seconds * 1e-9,
+                     peak / (1024.0 * 1024.0), std::max(eigen_gemm, blas_gemm), eigen_gemm, blas_gemm, repeats});
+      progress.tick();
+    }
+    table.write(cli.output_path("bench_attention.csv"));
+  });
+}

@@ -1,0 +1,85 @@
+// bench_attention and bench_r7 in --quick mode: the CSV schema and finite, positive values (never timings).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "attnlab/csv_table.hpp"
+#include "support.hpp"
+
+using namespace attnlab;
+using attnlab::testing::run_binary;
+using attnlab::testing::ScratchDir;
+
+namespace {
+
+// Every field of `numeric` parses whole as a finite number, and the `positive` ones are > 0.
+void check_numbers(const std::vector<std::string>& header, const std::vector<std::string>& row,
+                   const std::set<std::string>& numeric, const std::set<std::string>& positive) {
+  REQUIRE(row.size() == header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    if (!numeric.count(header[c])) continue;
+    INFO(header[c] << " = " << row[c]);
+    std::size_t used = 0;
+    const double x = std::stod(row[c], &used);
+    CHECK(used == row[c].size());
+    CHECK(std::isfinite(x));
+    if (positive.count(header[c])) CHECK(x > 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bench_attention --quick writes the issue's columns, every method, finite values") {
+  ScratchDir dir;
+  const auto r = run_binary("bench_attention", {"--quick", "--threads", "2", "--out", dir.path().string()});
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  const auto rows = read_csv_file(dir.path() / "bench_attention.csv");
+  REQUIRE(rows.size() > 1);
+  const std::vector<std::string> required = {"method", "impl", "batch", "heads", "n", "d", "threads",
+                                             "median_s", "gflops", "peak_mib", "gemm_gflops"};
+  const auto& header = rows[0];
+  REQUIRE(header.size() >= required.size());
+  CHECK(std::vector<std::string>(header.begin(), header.begin() + static_cast<long>(required.size())) == required);
+  std::set<std::string> methods;
+  bool long_sequence = false;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    check_numbers(header, rows[i],
+                  {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "peak_mib", "gemm_gflops",
+                   "eigen_gemm_gflops", "openblas_gemm_gflops", "repeats"},
+                  {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "gemm_gflops"});
+    CHECK(rows[i][1] == "attnlab");
+    CHECK(rows[i][6] == "2");
+    methods.insert(rows[i][0]);
+    long_sequence = long_sequence || (rows[i][2] == "1" && rows[i][3] == "1");
+  }
+  CHECK(methods == std::set<std::string>{"exact", "streaming", "linear", "linformer", "nystrom"});
+  CHECK(long_sequence);
+  CHECK(dir.files() == std::vector<std::string>{"bench_attention.csv"});
+}
+
+TEST_CASE("bench_r7 --quick writes both paths' times and residual ratios") {
+  ScratchDir dir;
+  const auto r = run_binary("bench_r7", {"--quick", "--out", dir.path().string()});
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  const auto rows = read_csv_file(dir.path() / "bench_r7.csv");
+  REQUIRE(rows.size() == 2);
+  check_numbers(rows[0], rows[1], {"low_rank_median_s", "dense_median_s", "speedup", "low_rank_residual_ratio", "dense_residual_ratio"},
+                {"low_rank_median_s", "dense_median_s", "speedup"});
+}
+
+TEST_CASE("bench_attention: a bad --run-one or --repeats is a usage error, nothing written") {
+  ScratchDir dir;
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--run-one", "exact:1:1:0:8"}, {"--run-one", "bogus:1:1:8:8"}, {"--run-one", "exact:1:1"}, {"--repeats", "0"}}) {
+    std::vector<std::string> full = args;
+    full.insert(full.end(), {"--out", dir.path().string()});
+    const auto r = run_binary("bench_attention", full);
+    INFO(args[0] << " " << args[1] << ": " << r.output);
+    CHECK(r.exit_status == 2);
+    CHECK(r.output.find("bench_attention") == 0);
+  }
+  CHECK(dir.files().empty());
+}

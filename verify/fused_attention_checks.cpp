@@ -1,0 +1,85 @@
+// Checks of the fused exact and streaming kernels against the reference softmax_attention().
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <stdexcept>
+
+#include "attention_test_support.hpp"
+#include "attnlab/fused_attention.hpp"
+#include "attnlab/softmax_attention.hpp"
+
+using namespace attnlab;
+using namespace attnlab::testing;
+
+namespace {
+
+// Sizes around the query block (kFusedQueryBlock = 64) besides the usual edge and random ones.
+std::vector<Eigen::Index> fused_sizes(Rng& rng) {
+  std::vector<Eigen::Index> s = test_sizes(rng);
+  for (Eigen::Index n : {kFusedQueryBlock, kFusedQueryBlock + 1, 2 * kFusedQueryBlock + 3}) s.push_back(n);
+  return s;
+}
+
+template <typename T>
+void check_against_reference() {
+  Rng rng(kAttentionTestSeed + 6);
+  INFO("seed " << kAttentionTestSeed + 6);
+  for (const auto& family : attention_families())
+    for (Eigen::Index n : fused_sizes(rng)) {
+      const Eigen::Index d = 1 + static_cast<Eigen::Index>(rng.uniform() * 40);
+      const auto in = typed_inputs<T>(family, n, d, rng);
+      const Mat<T> ref = softmax_attention(in.q, in.k, in.v);
+      // Both kernels are within softmax_output_bound of the exact result, hence within twice it of each other.
+      const double bound = 2 * softmax_output_bound(in.q, in.k, in.v);
+      for (Eigen::Index block : {Eigen::Index(0), Eigen::Index(1), Eigen::Index(3), kFusedKeyBlock}) {
+        INFO(family << " n=" << n << " d=" << d << " key_block=" << block << " bound=" << bound);
+        const Mat<T> fused = fused_attention(in.q, in.k, in.v, block);
+        CHECK(fused.allFinite());
+        CHECK(static_cast<double>((fused - ref).cwiseAbs().maxCoeff()) <= bound);
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("fused attention agrees with softmax_attention in float and double, for every key block") {
+  check_against_reference<double>();
+  check_against_reference<float>();
+}
+
+TEST_CASE("fused attention on a stack: every head as alone, bit for bit with 1 and 2 threads") {
+  Rng rng(kAttentionTestSeed + 7);
+  HeadStack<float> q(2, 3, 3 * kFusedQueryBlock + 5, 16), k = q, v = q;
+  for (Eigen::Index i = 0; i < q.count(); ++i) {
+    q[i] = gaussian_matrix<float>(q.n(), q.d(), rng);
+    k[i] = gaussian_matrix<float>(q.n(), q.d(), rng);
+    v[i] = gaussian_matrix<float>(q.n(), q.d(), rng);
+  }
+  const int saved = omp_get_max_threads();
+  for (Eigen::Index block : {Eigen::Index(0), kFusedKeyBlock}) {
+    omp_set_num_threads(1);
+    const HeadStack<float> one = fused_attention(q, k, v, block);
+    omp_set_num_threads(2);
+    const HeadStack<float> two = fused_attention(q, k, v, block);
+    for (Eigen::Index i = 0; i < q.count(); ++i) {
+      CHECK(one[i] == two[i]);
+      CHECK(one[i] == fused_attention(q[i], k[i], v[i], block));
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST_CASE("fused attention: logits of 1e6 stay finite, bad arguments throw") {
+  Rng rng(kAttentionTestSeed + 8);
+  const Mat<float> q = gaussian_matrix<float>(70, 8, rng, 1e3), k = gaussian_matrix<float>(300, 8, rng, 1e3),
+                   v = gaussian_matrix<float>(300, 5, rng);
+  for (Eigen::Index block : {Eigen::Index(0), Eigen::Index(7)}) {
+    const Mat<float> out = fused_attention(q, k, v, block);
+    REQUIRE(out.allFinite());
+    // With logits this far apart each query attends to its best key alone (up to rounding).
+    CHECK((out - softmax_attention(q, k, v)).cwiseAbs().maxCoeff() <= 1e-5f);
+  }
+  CHECK_THROWS_AS(fused_attention(q, k, v, -1), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention(q, Mat<float>(k.leftCols(7)), v), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention(q, k, Mat<float>(v.topRows(299))), std::invalid_argument);
+}
