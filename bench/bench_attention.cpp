@@ -103,9 +103,11 @@ std::pair<double, double> run_configuration(const Config& c, std::uint64_t seed,
     if (c.method == "linformer") return fast_linformer_attention(q, k, v, proj);
     return fast_nystrom_attention(q, k, v, std::min(kLandmarks, c.n));
   };
-  const Stack probe = run();  // the warm-up, and a check that the output is usable
-  for (Eigen::Index i = 0; i < probe.count(); ++i)
-    if (!probe[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
+  {
+    const Stack probe = run();  // the warm-up, and a check that the output is usable; freed before timing
+    for (Eigen::Index i = 0; i < probe.count(); ++i)
+      if (!probe[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
+  }
   const double seconds = median_seconds([&] { keep_alive(run()); }, repeats, false);
   const auto peak = peak_rss_bytes();
   if (!peak) throw std::runtime_error("cannot read the peak resident set (/proc/self/status)");
