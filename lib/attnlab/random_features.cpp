@@ -119,19 +119,29 @@ Mat<T> favor_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const 
   const Mat<T> ctx = phi_k.transpose() * v;
   const Vec<T> ksum = phi_k.colwise().sum().transpose();  // has an entry >= 1: the maximal term
   // pass 3: query exponents. exp(-||x||^2/2) and 1/sqrt(D) are per-query constants and cancel.
-  // We shift row i by max_r (a_ir + log ksum_r), also a per-query constant: then the denominator
-  // sum_r exp(a_ir + log ksum_r - shift) has a term equal to 1, so it never underflows to 0
-  // even when queries and keys peak on different features (logits of 1e4 do that).
+  // phi(q_i)_r enters only as phi(q_i)_r ksum_r = exp(a_ir + log ksum_r) times the mean value
+  // ctx_r / ksum_r of feature r, so we exponentiate a_ir + log ksum_r, shifted by its row maximum:
+  // every exp() is then <= 1 with a term equal to 1 (the denominator never underflows to 0, even
+  // when queries and keys peak on different features, as logits of 1e4 make them). exp(a_ir) alone
+  // overflows where ksum_r is tiny (issue 6: NaN = inf * 0 in float at logits of 1e4). Features no
+  // key reaches (ksum_r = 0 after underflow) carry no weight: log ksum_r = -inf, exp() gives 0.
   Mat<T> a_q = (s * q) * w.transpose();
-  const Vec<T> log_ksum = ksum.array().log().matrix();  // -inf where a feature underflowed: exp() gives 0
-  for (Eigen::Index i = 0; i < a_q.rows(); ++i) {
-    const T shift = (a_q.row(i) + log_ksum.transpose()).maxCoeff();
-    a_q.row(i).array() -= shift;
+  Mat<T> mean_v(ctx.rows(), ctx.cols());
+  Vec<T> log_ksum(ksum.size());
+  for (Eigen::Index r = 0; r < ksum.size(); ++r) {
+    const bool reached = ksum(r) > T(0);
+    log_ksum(r) = reached ? std::log(ksum(r)) : -std::numeric_limits<T>::infinity();
+    if (reached)
+      mean_v.row(r) = ctx.row(r) / ksum(r);
+    else
+      mean_v.row(r).setZero();
   }
+  a_q.rowwise() += log_ksum.transpose();
+  for (Eigen::Index i = 0; i < a_q.rows(); ++i) a_q.row(i).array() -= a_q.row(i).maxCoeff();
   const Mat<T> phi_q = a_q.array().exp().matrix();
   // pass 4: numerator over the (positive) denominator.
-  const Mat<T> num = phi_q * ctx;
-  const Vec<T> den = phi_q * ksum;
+  const Mat<T> num = phi_q * mean_v;
+  const Vec<T> den = phi_q.rowwise().sum();
   return den.cwiseInverse().asDiagonal() * num;
 }
 
