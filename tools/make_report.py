@@ -90,10 +90,9 @@ def project_flags():
         text = open(os.path.join(REPO, "CMakeLists.txt")).read()
     except OSError:
         return ""
-    m = re.search(r"target_compile_options\(attnlab_flags INTERFACE(.*?)\)", text, re.S)
-    if not m:
-        return ""
-    body = "\n".join(line.split("#", 1)[0] for line in m.group(1).splitlines())
+    # Every target_compile_options(attnlab_flags ...) but the sanitizer one (its value comes from the cache).
+    bodies = [b for b in re.findall(r"target_compile_options\(attnlab_flags INTERFACE(.*?)\)", text, re.S) if "${" not in b]
+    body = "\n".join(line.split("#", 1)[0] for b in bodies for line in b.splitlines())
     return " ".join(re.findall(r"(?<!\S)-[\w=+-]+", body))
 
 
@@ -108,12 +107,14 @@ def run_context(args):
     if os.path.exists(cache):
         vals = {}
         for line in open(cache):
-            m = re.match(r"^(CMAKE_BUILD_TYPE|CMAKE_CXX_FLAGS|CMAKE_CXX_FLAGS_RELEASE):\w+=(.*)$", line.strip())
+            m = re.match(r"^(CMAKE_BUILD_TYPE|CMAKE_CXX_FLAGS|CMAKE_CXX_FLAGS_RELEASE|ATTNLAB_NATIVE):\w+=(.*)$", line.strip())
             if m:
                 vals[m.group(1)] = m.group(2).strip()
         bt = vals.get("CMAKE_BUILD_TYPE", "")
         flags = f"{bt or 'no build type'}: `{' '.join(x for x in (vals.get('CMAKE_CXX_FLAGS', ''), vals.get('CMAKE_CXX_FLAGS_' + bt.upper(), '')) if x)}`"
         project = project_flags()
+        if vals.get("ATTNLAB_NATIVE", "ON").upper() in ("OFF", "0", "FALSE", "NO"):  # the option's -march=native is off
+            project = " ".join(f for f in project.split() if f != "-march=native")
         if project:
             flags += f" plus `{project}` (CMakeLists.txt, every target)"
     cpu = "unknown CPU"
