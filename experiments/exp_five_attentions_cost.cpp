@@ -96,6 +96,7 @@ double time_method(const Method& m, const Stack& q, const Stack& k, const Stack&
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_five_attentions_cost", "U14, U15: time and memory of the five attentions (seed 002, Table 1 and Figure 3)");
+  cli.app().footer("Takes no .npy inputs: it times sizes, not values (the accuracy experiments take --q --k --v).");
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const bool quick = cli.options().quick;
@@ -125,8 +126,8 @@ int main(int argc, char** argv) {
       }
     }
     const std::string counts_file = "five_attentions_cost.csv", scaling_file = "five_attentions_scaling_timing.csv";
-    counts.write(cli.output_path(counts_file));
-    scaling.write(cli.output_path(scaling_file));
+    cli.write_table(counts, counts_file);
+    cli.write_table(scaling, scaling_file);
 
     // Verdict U14, by a rule fixed here: each method's time exponent (from timings) and
     // memory exponent (from counted workspace) may exceed Table 1's by at most 0.3.
@@ -175,17 +176,16 @@ int main(int argc, char** argv) {
         fastest_list += fmt::format("{}(n={},d={}) ", all[best].name, n, d);
       }
     const std::string grid_file = "five_attentions_grid_timing.csv";
-    grid.write(cli.output_path(grid_file));
+    cli.write_table(grid, grid_file);
     // Verdict U15, fixed here: holds if a linear form is the fastest method in every cell;
     // conditional if in some; fails if in none.
     Judgement u15 = judge_by_condition(linear_fastest, 0.5);
     u15.note = (u15.note.empty() ? "" : u15.note + " ") + "fastest per cell: " + fastest_list +
                fmt::format("(CPU, float, {} threads; the report measured a T4 GPU).", cli.options().threads);
 
-    merge_into_ledger(cli.ledger_path(),
-                      {ClaimRow{"U14", kSource, u14.verdict, "max (fitted exponent in n - Table 1's exponent) over five methods, time and memory; Table 1 gives upper bounds",
-                                u14.observed, kExponentTolerance, cli.evidence_path(counts_file), u14.note},
-                       ClaimRow{"U15", kSource, u15.verdict, "1 if in some grid cell a method other than linear attention is fastest, else 0",
-                                u15.observed, 0.5, cli.evidence_path(grid_file), u15.note}});
+    cli.write_claims({ClaimRow{"U14", kSource, u14.verdict, "max (fitted exponent in n - Table 1's exponent) over five methods, time and memory; Table 1 gives upper bounds",
+                              u14.observed, kExponentTolerance, cli.evidence_path(counts_file), u14.note},
+                     ClaimRow{"U15", kSource, u15.verdict, "1 if in some grid cell a method other than linear attention is fastest, else 0",
+                              u15.observed, 0.5, cli.evidence_path(grid_file), u15.note}});
   });
 }

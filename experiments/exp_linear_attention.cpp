@@ -56,9 +56,9 @@ double association_ratio(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k, con
   return residual_ratio<T>(diff, static_cast<double>(q.rows() + q.cols()), scale);
 }
 
-AccuracyResult measure_accuracy(const AccuracyConfig& c, std::uint64_t seed) {
+AccuracyResult measure_accuracy(const AccuracyConfig& c, const GivenInputs& given, std::uint64_t seed) {
   Rng rng(seed);
-  const AttentionInputs in = make_attention_inputs(c.family, c.n, c.d, rng);
+  const AttentionInputs in = given.attention_inputs_of(c.family, c.n, c.d, rng);
   const Eigen::MatrixXd p = softmax_attention_matrix(in.q, in.k);
   const Eigen::MatrixXd exact = p * in.v;
   AccuracyResult r;
@@ -114,17 +114,24 @@ TimingPoint time_method(const std::string& method, const std::string& sweep, Eig
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linear_attention",
-                    "U1-U3: linear attention vs softmax attention: equivalence, association, cost");
+                    "U1-U3: linear attention vs softmax attention: equivalence, association, cost", GivenKind::attention);
+  cli.app().footer("With --q --k --v, only the accuracy table (U1, U2) runs, on those inputs; the cost sweep (U3) "
+                   "times sizes, not values.");
   std::string family;
   add_family_option(cli.app(), family);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const auto& opt = cli.options();
-    const std::vector<std::string> families = selected_families(family);
-    const std::vector<Eigen::Index> ns = opt.quick ? std::vector<Eigen::Index>{32, 128}
-                                                   : std::vector<Eigen::Index>{64, 256, 1024};
-    const std::vector<Eigen::Index> ds = opt.quick ? std::vector<Eigen::Index>{8, 32} : std::vector<Eigen::Index>{16, 64};
-    const int trials = opt.quick ? 1 : 2;
+    const GivenInputs& given = cli.given();
+    const std::vector<std::string> families = given.families_or(selected_families(family));
+    std::vector<Eigen::Index> ns = opt.quick ? std::vector<Eigen::Index>{32, 128} : std::vector<Eigen::Index>{64, 256, 1024};
+    std::vector<Eigen::Index> ds = opt.quick ? std::vector<Eigen::Index>{8, 32} : std::vector<Eigen::Index>{16, 64};
+    int trials = opt.quick ? 1 : 2;
+    if (given.used()) {
+      ns = {given.matrix("q").rows()};
+      ds = {given.matrix("q").cols()};
+      trials = 1;
+    }
 
     // U1, U2: sweep families x n x d x trials.
     std::vector<AccuracyConfig> configs;
@@ -133,7 +140,7 @@ int main(int argc, char** argv) {
         for (auto d : ds)
           for (int t = 0; t < trials; ++t) configs.push_back({f, n, d, t});
     std::vector<AccuracyResult> results(configs.size());
-    parallel_trials(configs.size(), [&](std::size_t i) { results[i] = measure_accuracy(configs[i], derive_seed(opt.seed, i)); });
+    parallel_trials(configs.size(), [&](std::size_t i) { results[i] = measure_accuracy(configs[i], given, derive_seed(opt.seed, i)); });
 
     CsvTable acc({text_col("family"), int_col("n"), int_col("d"), int_col("trial"), real_col("efficient_rel_error"),
                   real_col("efficient_residual_ratio"), real_col("efficient_matrix_max_abs"), real_col("elu_rel_error"),
@@ -163,7 +170,7 @@ int main(int argc, char** argv) {
       assoc_d = std::max(assoc_d, r.assoc_ratio_double);
       assoc_f = std::max(assoc_f, r.assoc_ratio_float);
     }
-    acc.write(cli.output_path("linear_attention.csv"));
+    cli.write_table(acc, "linear_attention.csv");
     const std::string acc_evidence = cli.evidence_path("linear_attention.csv");
 
     std::vector<ClaimRow> rows;
@@ -195,6 +202,8 @@ int main(int argc, char** argv) {
                                   "nothing about U1", assoc_d, assoc_f)});
     }
 
+    if (given.used()) return;  // the cost sweep below is about sizes, not the given values
+
     // U3: time and counted memory against n and d, single head, float, one thread at a time.
     const int repeats = opt.quick ? 3 : 5;
     const std::vector<Eigen::Index> tn = opt.quick ? std::vector<Eigen::Index>{64, 128, 256}
@@ -213,7 +222,7 @@ int main(int argc, char** argv) {
                      real_col("median_seconds"), real_col("multiply_adds"), real_col("workspace_bytes")});
     for (const auto& p : points)
       timing.add_row({p.method, p.sweep, p.n, p.d, p.repeats, p.seconds, p.cost.multiply_adds, p.cost.workspace_bytes});
-    timing.write(cli.output_path("linear_attention_timing.csv"));
+    cli.write_table(timing, "linear_attention_timing.csv");
 
     // Claimed exponents: softmax O(d n^2) time, O(n^2) memory; linear O(d^2 n) time, O(dn + d^2) memory.
     struct Claimed { std::string method, sweep, quantity; double exponent; };
@@ -248,7 +257,7 @@ int main(int argc, char** argv) {
                               fit.slope_interval.upper, c.exponent);
       }
     }
-    fits.write(cli.output_path("linear_attention_fits_timing.csv"));
+    cli.write_table(fits, "linear_attention_fits_timing.csv");
     ClaimRow u3{"U3", kSource, Verdict::holds,
                 "number of fitted exponents (time: median of repeats; memory: counted workspace bytes) more than "
                 "0.3 from the claimed one with the claim outside their 95% interval, of 12",
@@ -264,7 +273,7 @@ int main(int argc, char** argv) {
       u3.note = "exponents in n (and possibly d) differ from the claim: " + misses;
     }
     rows.push_back(u3);
-    merge_into_ledger(cli.ledger_path(), rows);
+    cli.write_claims(rows);
     for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
   });
 }

@@ -78,6 +78,7 @@ Measured measure(const Point& p, int repeats, std::uint64_t seed) {
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_cost", "U7, L2: Linformer time and memory against n, k, d");
+  cli.app().footer("Takes no .npy inputs: it times sizes, not values (exp_linformer_theorems and exp_linformer_rank take --q --k --v).");
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     // Large buffers from mmap go back to the system when freed, so each call's growth of the
@@ -110,8 +111,8 @@ int main(int argc, char** argv) {
                         linformer_cost(p.n, p.d, p.d, p.k, prec ? sizeof(float) : sizeof(double)).workspace_bytes});
       }
     }
-    counts.write(cli.output_path("linformer_cost.csv"));
-    timing.write(cli.output_path("linformer_cost_timing.csv"));
+    cli.write_table(counts, "linformer_cost.csv");
+    cli.write_table(timing, "linformer_cost_timing.csv");
 
     // Fitted exponents per sweep: of the counts and model (deterministic) and of the timings
     // and measured peaks (machine-dependent, hence the *_timing file).
@@ -151,8 +152,8 @@ int main(int argc, char** argv) {
       if (mem.size() == x.size()) mem_slope = add(fits_time, "measured_peak_bytes", mem);
       if (sweep == "n") u7_time = sd, u7_mem = mem_slope, u7_model = model_slope;
     }
-    fits_count.write(cli.output_path("linformer_cost_fits.csv"));
-    fits_time.write(cli.output_path("linformer_cost_fits_timing.csv"));
+    cli.write_table(fits_count, "linformer_cost_fits.csv");
+    cli.write_table(fits_time, "linformer_cost_fits_timing.csv");
 
     const auto linear = [](double s) { return std::abs(s - 1) <= kExponentTolerance; };
     std::vector<ClaimRow> rows;
@@ -171,6 +172,6 @@ int main(int argc, char** argv) {
                     "time exponents (double) " + per_sweep +
                         "; the softmax's L k exponentials do not scale with d, so O(L k d') undercounts at small d'; "
                         "fits in linformer_cost_fits_timing.csv, memory model L(d + k) + k d in linformer_cost.csv"});
-    merge_into_ledger(cli.ledger_path(), rows);
+    cli.write_claims(rows);
   });
 }

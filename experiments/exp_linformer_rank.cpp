@@ -47,15 +47,25 @@ double rel_error(const Mat<double>& got, const Mat<double>& ref) { return (got -
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_linformer_rank", "L1, L3: rank of QK^T; Linformer error against L at fixed k");
+  ExperimentCli cli("exp_linformer_rank", "L1, L3: rank of QK^T; Linformer error against L at fixed k",
+                    GivenKind::attention);
   std::string family;
   cli.app().add_option("--family", family, "restrict to one input family")->check(CLI::IsMember(attention_families()));
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
-    const Sweep sw = make_sweep(cli.options().quick);
+    const GivenInputs& given = cli.given();
+    Sweep sw = make_sweep(cli.options().quick);
+    if (given.used()) {
+      // The given L and d replace the shapes; k is capped at L.
+      const Eigen::Index l = given.matrix("q").rows();
+      sw.rank_l = sw.lengths = {l};
+      sw.rank_d = {given.matrix("q").cols()};
+      sw.d = given.matrix("q").cols();
+      sw.k = std::min(sw.k, l);
+    }
     const std::uint64_t seed = cli.options().seed;
     const std::vector<std::string> families =
-        family.empty() ? attention_families() : std::vector<std::string>{family};
+        given.families_or(family.empty() ? attention_families() : std::vector<std::string>{family});
 
     // ---- L1: rank(QK^T) <= min(L, d_k), numerical rank with the LAPACK/NumPy tolerance ----
     struct RankCase {
@@ -70,7 +80,7 @@ int main(int argc, char** argv) {
 #pragma omp parallel for schedule(dynamic)
     for (std::size_t i = 0; i < cases.size(); ++i) {
       Rng rng(derive_seed(seed, i));
-      const auto in = make_attention_inputs(families[cases[i].family], cases[i].l, cases[i].d, rng);
+      const auto in = given.attention_inputs_of(families[cases[i].family], cases[i].l, cases[i].d, rng);
       cases[i].rank_double = rank_of_scores<double>(in);
       cases[i].rank_float = rank_of_scores<float>(in);
     }
@@ -82,7 +92,7 @@ int main(int argc, char** argv) {
       worst_excess = std::max({worst_excess, c.rank_double - bound, c.rank_float - bound});
       l1.add_row({families[c.family], c.l, c.d, bound, c.rank_double, c.rank_float});
     }
-    l1.write(cli.output_path("linformer_score_rank.csv"));
+    cli.write_table(l1, "linformer_score_rank.csv");
 
     // ---- L3: error against L at fixed k ----
     const auto nl = static_cast<Eigen::Index>(sw.lengths.size()), nf = static_cast<Eigen::Index>(families.size());
@@ -96,7 +106,7 @@ int main(int argc, char** argv) {
       const Eigen::Index i = (j % nf) * nl + (nl - 1 - j / nf);
       const Eigen::Index l = sw.lengths[static_cast<std::size_t>(i % nl)];
       Rng rng(derive_seed(seed, 1000000 + static_cast<std::uint64_t>(i)));
-      const auto in = make_attention_inputs(families[static_cast<std::size_t>(i / nl)], l, sw.d, rng);
+      const auto in = given.attention_inputs_of(families[static_cast<std::size_t>(i / nl)], l, sw.d, rng);
       const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
       auto& r = res[static_cast<std::size_t>(i)];
       const Mat<double> uniform = in.v.colwise().mean().replicate(l, 1);
@@ -147,8 +157,8 @@ int main(int argc, char** argv) {
         for (Eigen::Index li = 0; li < nl; ++li)
           worst_ok_baseline = std::max(worst_ok_baseline, res[static_cast<std::size_t>(f * nl + li)].baseline);
     }
-    l3.write(cli.output_path("linformer_fixed_k.csv"));
-    summary.write(cli.output_path("linformer_fixed_k_summary.csv"));
+    cli.write_table(l3, "linformer_fixed_k.csv");
+    cli.write_table(summary, "linformer_fixed_k_summary.csv");
 
     const auto join = [](const std::vector<std::string>& v) {
       std::string s;
@@ -173,6 +183,6 @@ int main(int argc, char** argv) {
       l3row.note += fmt::format("; where useful, the uniform baseline's own error is at most {:.3g}", worst_ok_baseline);
     l3row.note += "; E, F are untrained here (the explainer's are learned)";
     rows.push_back(l3row);
-    merge_into_ledger(cli.ledger_path(), rows);
+    cli.write_claims(rows);
   });
 }

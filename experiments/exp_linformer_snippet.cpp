@@ -67,6 +67,7 @@ double agreement_with_library(std::uint64_t seed) {
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_snippet", "L4: the explainer's LinformerAttention snippet, traced and run");
+  cli.app().footer("Takes no .npy inputs: it traces the shapes of a code snippet, not values.");
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const bool quick = cli.options().quick;
@@ -112,9 +113,9 @@ int main(int argc, char** argv) {
         documented_failure = t.ran ? "" : t.failing_step + " raises RuntimeError: " + t.error;
       }
     }
-    trace.write(cli.output_path("linformer_snippet_trace.csv"));
-    summary.write(cli.output_path("linformer_snippet.csv"));
-    timing.write(cli.output_path("linformer_snippet_timing.csv"));
+    cli.write_table(trace, "linformer_snippet_trace.csv");
+    cli.write_table(summary, "linformer_snippet.csv");
+    cli.write_table(timing, "linformer_snippet_timing.csv");
     const double agreement = agreement_with_library(derive_seed(cli.options().seed, 100));
     if (!(agreement < kResidualRatioThreshold))
       throw std::runtime_error(fmt::format("corrected snippet and the library's Linformer layer disagree (ratio {})", agreement));
@@ -127,6 +128,6 @@ int main(int argc, char** argv) {
                                      "; proj_k = nn.Linear(dim_head, k) meets the sequence axis (size L) after k.transpose(-1, -2), so it runs "
                                      "only when L = dim_head = 64; with nn.Linear(seq_len, k) it returns (4, 4096, 512) and, in eval mode with "
                                      "zero projection biases, equals our Linformer layer"};
-    merge_into_ledger(cli.ledger_path(), {row});
+    cli.write_claims({row});
   });
 }

@@ -139,15 +139,25 @@ std::string join(const std::vector<std::string>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_linformer_theorems", "U4-U6, U16: Linformer's Theorems 1 and 2 as stated, measured");
+  ExperimentCli cli("exp_linformer_theorems", "U4-U6, U16: Linformer's Theorems 1 and 2 as stated, measured",
+                    GivenKind::attention);
+  cli.app().footer("With --q --k --v, both theorems are measured on those inputs at their n and d (eps, k and the "
+                   "trials still sweep); the table of Theorem 2's k against d needs no inputs and is left out.");
   std::string family;
   cli.app().add_option("--family", family, "restrict to one input family")->check(CLI::IsMember(attention_families()));
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
-    const Sweep sw = make_sweep(cli.options().quick);
+    const GivenInputs& given = cli.given();
+    Sweep sw = make_sweep(cli.options().quick);
+    if (given.used()) {
+      // The given n and d replace the shapes.
+      sw.n = sw.svd_n = sw.u6_n = {given.matrix("q").rows()};
+      sw.d = given.matrix("q").cols();
+      sw.u6_d = {sw.d};
+    }
     const std::uint64_t seed = cli.options().seed;
     const std::vector<std::string> families =
-        family.empty() ? attention_families() : std::vector<std::string>{family};
+        given.families_or(family.empty() ? attention_families() : std::vector<std::string>{family});
     const auto nf = static_cast<Eigen::Index>(families.size()), nn = static_cast<Eigen::Index>(sw.n.size()),
                ne = static_cast<Eigen::Index>(sw.eps.size());
 
@@ -156,7 +166,7 @@ int main(int argc, char** argv) {
 #pragma omp parallel for schedule(dynamic)
     for (Eigen::Index i = 0; i < nf * nn; ++i) {
       Rng rng(derive_seed(seed, static_cast<std::uint64_t>(i)));
-      const auto in = make_attention_inputs(families[static_cast<std::size_t>(i / nn)], sw.n[static_cast<std::size_t>(i % nn)], sw.d, rng);
+      const auto in = given.attention_inputs_of(families[static_cast<std::size_t>(i / nn)], sw.n[static_cast<std::size_t>(i % nn)], sw.d, rng);
       auto& pr = problems[static_cast<std::size_t>(i)];
       pr.p = context_mapping_matrix(in.q, in.k);
       pr.v = in.v;
@@ -184,7 +194,7 @@ int main(int argc, char** argv) {
       const Eigen::Index fi = i / nsvd, n = sw.svd_n[static_cast<std::size_t>(i % nsvd)];
       const auto ni = std::find(sw.n.begin(), sw.n.end(), n) - sw.n.begin();
       Rng rng(derive_seed(seed, static_cast<std::uint64_t>(fi * nn + ni)));  // the same inputs as above
-      const auto in = make_attention_inputs(families[static_cast<std::size_t>(fi)], n, sw.d, rng);
+      const auto in = given.attention_inputs_of(families[static_cast<std::size_t>(fi)], n, sw.d, rng);
       const BestRankAttention best(in.q, in.k, in.v);
       if (!(best.reconstruction_ratio() < 30))
         throw std::runtime_error(fmt::format("SVD of P failed its backward-error check (ratio {})", best.reconstruction_ratio()));
@@ -215,7 +225,7 @@ int main(int argc, char** argv) {
         }
       (family_ok ? families_ok : families_bad).push_back(families[static_cast<std::size_t>(fi)]);
     }
-    u4.write(cli.output_path("linformer_theorem1.csv"));
+    cli.write_table(u4, "linformer_theorem1.csv");
 
     // U5: growth of the needed k with n, per family, at eps = kU5Epsilon.
     const auto e5 = std::find(sw.eps.begin(), sw.eps.end(), kU5Epsilon) - sw.eps.begin();
@@ -267,7 +277,7 @@ int main(int argc, char** argv) {
           (growth == "logarithmic" ? log_ok : log_bad).push_back(families[static_cast<std::size_t>(fi)]);
         }
       }
-    u5.write(cli.output_path("linformer_rank_growth.csv"));
+    cli.write_table(u5, "linformer_rank_growth.csv");
 
     // ---- U6: Theorem 2 ----
     CsvTable bound({int_col("d"), real_col("eps"), int_col("k_bound"), int_col("smallest_n_with_k_below_n")});
@@ -284,7 +294,7 @@ int main(int argc, char** argv) {
           if (kb < n) ++below;
         }
       }
-    bound.write(cli.output_path("linformer_theorem2_bound.csv"));
+    if (!given.used()) cli.write_table(bound, "linformer_theorem2_bound.csv");
 
     struct U6Config {
       std::size_t family;
@@ -315,7 +325,7 @@ int main(int argc, char** argv) {
     for (std::size_t ci = 0; ci < configs.size(); ++ci) {
       const auto& c = configs[ci];
       Rng rng(derive_seed(seed, 2000000 + ci));
-      const auto in = make_attention_inputs(families[c.family], c.n, c.d, rng);
+      const auto in = given.attention_inputs_of(families[c.family], c.n, c.d, rng);
       const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
       const Vec<double> p_norm = context_mapping_matrix(in.q, in.k).rowwise().norm();
       // ||V||: the spectral norm, the operator norm a bound on ||softmax(w) V|| uses.
@@ -375,7 +385,7 @@ int main(int argc, char** argv) {
                       rate, iv.lower, iv.upper, u6r[ci].mean_error[ki], u6r[ci].row_success[ki]});
         }
     }
-    u6.write(cli.output_path("linformer_theorem2.csv"));
+    cli.write_table(u6, "linformer_theorem2.csv");
 
     // ---- Verdicts ----
     std::vector<ClaimRow> rows;
@@ -439,6 +449,6 @@ int main(int argc, char** argv) {
                     std::nullopt, "",
                     "no CIFAR-10 data and no network here, and the report's 50-epoch GPU training is far beyond this machine; "
                     "a synthetic task would not test the stated CIFAR-10 ranking"});
-    merge_into_ledger(cli.ledger_path(), rows);
+    cli.write_claims(rows);
   });
 }

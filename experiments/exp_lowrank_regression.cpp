@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,7 @@
 #include "attnlab/csv_table.hpp"
 #include "attnlab/experiment_cli.hpp"
 #include "attnlab/ledger.hpp"
-#include "attnlab/progress.hpp"
+#include "attnlab/parallel_trials.hpp"
 #include "attnlab/pseudoinverse.hpp"
 #include "attnlab/residual_ratio.hpp"
 #include "attnlab/rng.hpp"
@@ -115,10 +116,12 @@ double gradient_ratio(const Mat<double>& b, const Mat<double>& x, const Mat<doub
   return residual_ratio<double>(g.norm(), double(std::max(x.rows(), x.cols())), scale);
 }
 
-RegressionRow run_instance(const Instance& in, const FactoredSearchOptions& search, std::uint64_t seed) {
+// X and B of an instance: the given ones for the family kGivenFamily, else drawn.
+RegressionRow run_instance(const Instance& in, const FactoredSearchOptions& search, const GivenInputs& given,
+                           std::uint64_t seed) {
   Rng rng(seed);
-  const Mat<double> x = draw_x(in.family, in.d, rng);
-  const Mat<double> b = draw_b(in.b_kind, x, rng);
+  const Mat<double> x = in.family == kGivenFamily ? given.matrix("x") : draw_x(in.family, in.d, rng);
+  const Mat<double> b = in.b_kind == kGivenFamily ? given.matrix("b") : draw_b(in.b_kind, x, rng);
   const XSpectrum sx = spectrum_of(x);
   RegressionRow row;
   row.x_cond = sx.cond;
@@ -242,7 +245,8 @@ FamilyJudgement judge_by_family(const std::map<std::string, std::pair<int, int>>
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_lowrank_regression",
-                    "seed 004: gradient, Z*, truncated-SVD recipe vs independent minimiser, Remark 2.1, pinv formulas");
+                    "seed 004: gradient, Z*, truncated-SVD recipe vs independent minimiser, Remark 2.1, pinv formulas",
+                    GivenKind::regression);
   int starts = 6;
   cli.app().add_option("--starts", starts, "random starts of the factored minimiser")->check(CLI::Range(1, 100));
   cli.parse(argc, argv);
@@ -255,46 +259,52 @@ int main(int argc, char** argv) {
     search.starts = starts;
 
     // Sweep: family x B x d_e x d_k' x repetition; d_k' < rank(X) always.
+    //        With given X and B, the one (n, d) they have and the ranks d_k' below rank(X).
+    const GivenInputs& given = cli.given();
     std::vector<Instance> instances;
-    for (const auto& fam : kFamilies)
-      for (const char* kind : {"random", "attention"})
-        for (Eigen::Index d : dims)
-          for (Eigen::Index r : {Eigen::Index(1), d / 4, 3 * d / 8})
-            for (int rep = 0; rep < reps; ++rep) instances.push_back({fam.name, kind, rows_for(fam.name, d), d, r, rep});
-
-    std::vector<RegressionRow> rows(instances.size());
-    {
-      Progress progress("G3-G6 instances", instances.size());
-#pragma omp parallel for schedule(dynamic)
-      for (std::size_t i = 0; i < instances.size(); ++i) {
-        rows[i] = run_instance(instances[i], search, derive_seed(seed, i));
-        progress.tick();
-      }
+    if (given.used()) {
+      const Mat<double>& x = given.matrix("x");
+      const Eigen::Index d = x.cols(), rank = spectrum_of(x).rank;
+      for (Eigen::Index r : std::set<Eigen::Index>{1, d / 4, 3 * d / 8})
+        if (r >= 1 && (r < rank || r == 1)) instances.push_back({kGivenFamily, kGivenFamily, x.rows(), d, r, 0});
+    } else {
+      for (const auto& fam : kFamilies)
+        for (const char* kind : {"random", "attention"})
+          for (Eigen::Index d : dims)
+            for (Eigen::Index r : {Eigen::Index(1), d / 4, 3 * d / 8})
+              for (int rep = 0; rep < reps; ++rep) instances.push_back({fam.name, kind, rows_for(fam.name, d), d, r, rep});
     }
+
+    const std::vector<RegressionRow> rows = run_trials<RegressionRow>(
+        instances.size(), "G3-G6 instances", [&](std::size_t i) { return run_instance(instances[i], search, given, derive_seed(seed, i)); });
 
     // G8, G9: one X per family, size and repetition, in double and float. Float is run
     // only where cond(X)^2 eps_float < 1, where the scaled test can still say something.
+    //        Given X: both precisions.
     struct PinvInstance {
       std::string family;
-      Eigen::Index d;
+      Eigen::Index n, d;
       int rep;
       bool single;
     };
     std::vector<PinvInstance> pinv_instances;
-    for (const auto& fam : kFamilies)
-      for (Eigen::Index d : dims)
-        for (int rep = 0; rep < reps; ++rep)
-          for (bool single : {false, true})
-            if (!single || std::string(fam.name) != "ill_conditioned") pinv_instances.push_back({fam.name, d, rep, single});
-    std::vector<PinvRow> pinv_rows(pinv_instances.size());
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t i = 0; i < pinv_instances.size(); ++i) {
+    if (given.used())
+      for (bool single : {false, true})
+        pinv_instances.push_back({kGivenFamily, given.matrix("x").rows(), given.matrix("x").cols(), 0, single});
+    else
+      for (const auto& fam : kFamilies)
+        for (Eigen::Index d : dims)
+          for (int rep = 0; rep < reps; ++rep)
+            for (bool single : {false, true})
+              if (!single || std::string(fam.name) != "ill_conditioned")
+                pinv_instances.push_back({fam.name, rows_for(fam.name, d), d, rep, single});
+    const std::vector<PinvRow> pinv_rows = run_trials<PinvRow>(pinv_instances.size(), "G8-G9 instances", [&](std::size_t i) {
       const auto& pi = pinv_instances[i];
       Rng rng(derive_seed(seed ^ 0x9e3779b97f4a7c15ULL, i));
-      const Mat<double> x = draw_x(pi.family, pi.d, rng);
+      const Mat<double> x = pi.family == kGivenFamily ? given.matrix("x") : draw_x(pi.family, pi.d, rng);
       const XSpectrum sx = spectrum_of(x);
-      pinv_rows[i] = pi.single ? run_pinv<float>(x, sx, rng) : run_pinv<double>(x, sx, rng);
-    }
+      return pi.single ? run_pinv<float>(x, sx, rng) : run_pinv<double>(x, sx, rng);
+    });
 
     // Write the evidence.
     CsvTable reg({text_col("family"), text_col("b_kind"), int_col("n"), int_col("d"), int_col("r"), int_col("rep"),
@@ -352,9 +362,9 @@ int main(int argc, char** argv) {
       worst_closed_vs_factored = std::max(worst_closed_vs_factored, r.closed_minus_factored);
       if (r.closed_minus_factored * r.b_norm2 > kRatioThreshold * objective_unit(in, {r.x_cond, 0, r.x_rank}, r.b_norm2)) ++closed_beaten;
     }
-    reg.write(cli.output_path("lowrank_regression.csv"));
-    grad.write(cli.output_path("lowrank_gradient.csv"));
-    conv.write(cli.output_path("lowrank_convexity.csv"));
+    cli.write_table(reg, "lowrank_regression.csv");
+    cli.write_table(grad, "lowrank_gradient.csv");
+    cli.write_table(conv, "lowrank_convexity.csv");
 
     CsvTable pinv({text_col("family"), text_col("precision"), int_col("n"), int_col("d"), int_col("rep"),
                    real_col("x_cond"), int_col("x_rank"), text_col("formula_valid"),
@@ -368,7 +378,7 @@ int main(int argc, char** argv) {
       const auto& pi = pinv_instances[i];
       const auto& r = pinv_rows[i];
       const bool agrees = std::isfinite(r.formula_ratio) && r.formula_ratio <= kRatioThreshold;
-      pinv.add_row({pi.family, pi.single ? "float" : "double", rows_for(pi.family, pi.d), pi.d, pi.rep, r.x_cond,
+      pinv.add_row({pi.family, pi.single ? "float" : "double", pi.n, pi.d, pi.rep, r.x_cond,
                     r.x_rank, r.formula_valid, r.formula_rel_diff, r.formula_ratio, agrees, r.g8_ratio,
                     r.g8_formula_ratio});
       const std::string key = std::string(r.x_rank == pi.d ? "full_column_rank" : "rank_deficient");
@@ -378,7 +388,7 @@ int main(int argc, char** argv) {
       if (key == "full_column_rank") worst_g9_full = std::max(worst_g9_full, r.formula_ratio);
       else best_g9_deficient = std::min(best_g9_deficient, std::isfinite(r.formula_rel_diff) ? r.formula_rel_diff : 1e308);
     }
-    pinv.write(cli.output_path("lowrank_pinv.csv"));
+    cli.write_table(pinv, "lowrank_pinv.csv");
 
     // Judge.
     const std::string ev_reg = cli.evidence_path("lowrank_regression.csv");
@@ -439,6 +449,6 @@ int main(int argc, char** argv) {
                         j.note + fmt::format("; smallest relative distance on rank-deficient X: {:.3g}",
                                              best_g9_deficient)});
     }
-    merge_into_ledger(cli.ledger_path(), claims);
+    cli.write_claims(claims);
   });
 }

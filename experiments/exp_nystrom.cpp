@@ -72,22 +72,33 @@ struct IterationRecord {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_nystrom", "U12-U13: Nystrom attention vs landmarks; the iterative pseudoinverse");
+  ExperimentCli cli("exp_nystrom", "U12-U13: Nystrom attention vs landmarks; the iterative pseudoinverse",
+                    GivenKind::attention);
+  cli.app().footer("With --q --k --v, the landmark sweep and the iterative pseudoinverse run on the kernel of those "
+                   "inputs only (no prescribed-condition matrices).");
   std::string family;
   add_family_option(cli.app(), family);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const auto& opt = cli.options();
-    const std::vector<std::string> families = selected_families(family);
+    const GivenInputs& given = cli.given();
+    const std::vector<std::string> families = given.families_or(selected_families(family));
     std::vector<ClaimRow> rows;
 
     // U12: error against m and n; n = 1000 and 100 are not multiples of the landmark counts.
-    const std::vector<Eigen::Index> ns = opt.quick ? std::vector<Eigen::Index>{64, 100}
-                                                   : std::vector<Eigen::Index>{256, 512, 1000};
-    const std::vector<Eigen::Index> ms = opt.quick ? std::vector<Eigen::Index>{4, 8, 16}
-                                                   : std::vector<Eigen::Index>{8, 16, 32, 64, 128};
-    const Eigen::Index d = opt.quick ? 16 : 32;
-    const int trials = opt.quick ? 1 : 2;
+    std::vector<Eigen::Index> ns = opt.quick ? std::vector<Eigen::Index>{64, 100} : std::vector<Eigen::Index>{256, 512, 1000};
+    std::vector<Eigen::Index> ms = opt.quick ? std::vector<Eigen::Index>{4, 8, 16} : std::vector<Eigen::Index>{8, 16, 32, 64, 128};
+    Eigen::Index d = opt.quick ? 16 : 32;
+    int trials = opt.quick ? 1 : 2;
+    if (given.used()) {
+      // The given n and d; the landmark counts that fit in n (at least one: m = n).
+      const Eigen::Index n = given.matrix("q").rows();
+      ns = {n};
+      d = given.matrix("q").cols();
+      trials = 1;
+      std::erase_if(ms, [&](Eigen::Index m) { return m > n; });
+      if (ms.empty()) ms = {n};
+    }
     std::vector<U12Config> conf;
     for (const auto& f : families)
       for (auto n : ns)
@@ -95,7 +106,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<U12Point>> pts(conf.size());
     parallel_trials(conf.size(), [&](std::size_t i) {
       Rng rng(derive_seed(opt.seed, i));
-      const AttentionInputs in = make_attention_inputs(conf[i].family, conf[i].n, d, rng);
+      const AttentionInputs in = given.attention_inputs_of(conf[i].family, conf[i].n, d, rng);
       const Eigen::MatrixXd p = softmax_attention_matrix(in.q, in.k);
       const Eigen::MatrixXd exact = p * in.v;
       for (auto m : ms) {
@@ -123,7 +134,7 @@ int main(int argc, char** argv) {
       for (const auto& pt : pts[i])
         t12.add_row({conf[i].family, conf[i].n, d, conf[i].trial, pt.m, pt.pinv, pt.out_rel, pt.matrix_max_abs,
                      pt.kappa_a, pt.svd_cutoff, pt.svd_rank});
-    t12.write(cli.output_path("nystrom_landmarks.csv"));
+    cli.write_table(t12, "nystrom_landmarks.csv");
     auto trends_for = [&](const std::string& pinv) {
       std::vector<ErrorTrend> trends;
       for (const auto& f : families)
@@ -151,21 +162,23 @@ int main(int argc, char** argv) {
                                            to_string(v12i.verdict), v12i.observed)});
 
     // U13: Penrose conditions and distance to the SVD pseudoinverse against iterations.
-    const Eigen::Index m = opt.quick ? 16 : 64, kn = opt.quick ? 128 : 512;
+    const Eigen::Index kn = opt.quick ? 128 : 512, m = std::min(opt.quick ? Eigen::Index{16} : Eigen::Index{64}, ns.front());
     std::vector<PinvCase> cases;
     for (std::size_t f = 0; f < families.size(); ++f) {
       Rng rng(derive_seed(opt.seed, 500 + f));
-      const AttentionInputs in = make_attention_inputs(families[f], kn, d, rng);
+      const AttentionInputs in = given.attention_inputs_of(families[f], kn, d, rng);
       cases.push_back({families[f], "nystrom_kernel", nystrom_factors(in.q, in.k, m).a, 0});
     }
-    const std::vector<double> kappas = opt.quick ? std::vector<double>{1, 1e2, 1e4}
-                                                 : std::vector<double>{1, 1e1, 1e2, 1e3, 1e4, 1e6, 1e8};
+    // Matrices of prescribed conditioning, unless the run is about given inputs.
+    const std::vector<double> kappas = given.used() ? std::vector<double>{}
+                                       : opt.quick  ? std::vector<double>{1, 1e2, 1e4}
+                                                    : std::vector<double>{1, 1e1, 1e2, 1e3, 1e4, 1e6, 1e8};
     for (std::size_t j = 0; j < kappas.size(); ++j) {
       Rng rng(derive_seed(opt.seed, 600 + j));
       cases.push_back({fmt::format("kappa={:g}", kappas[j]), "prescribed_kappa",
                        matrix_with_singular_values(m, m, geometric_spectrum(m, kappas[j]), rng), 1});
     }
-    {
+    if (!given.used()) {
       Rng rng(derive_seed(opt.seed, 700));
       Eigen::VectorXd s = geometric_spectrum(m, 10.0);
       s.tail(m / 2).setZero();
@@ -181,6 +194,7 @@ int main(int argc, char** argv) {
       std::vector<std::size_t> idx;
       for (std::size_t c = 0; c < cases.size(); ++c)
         if (cases[c].batch == b) { batch.push_back(cases[c].a); idx.push_back(c); }
+      if (batch.empty()) continue;
       for (std::size_t k = 0; k < inits.size(); ++k) {
         const std::vector<double> a = pinv_initial_scale(batch, inits[k]);
         for (std::size_t j = 0; j < idx.size(); ++j) alpha[idx[j]][k] = a[j];
@@ -250,8 +264,8 @@ int main(int argc, char** argv) {
         }
       }
     }
-    t13.write(cli.output_path("iterative_pinv_trace.csv"));
-    s13.write(cli.output_path("iterative_pinv.csv"));
+    cli.write_table(t13, "iterative_pinv_trace.csv");
+    cli.write_table(s13, "iterative_pinv.csv");
     auto join = [](const std::vector<std::string>& xs) {
       std::string out;
       for (const auto& x : xs) out += (out.empty() ? "" : ", ") + x;
@@ -282,7 +296,7 @@ int main(int argc, char** argv) {
       u13.note = "every init reaches the SVD pseudoinverse within 6 iterations and stays there";
     }
     rows.push_back(u13);
-    merge_into_ledger(cli.ledger_path(), rows);
+    cli.write_claims(rows);
     for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
   });
 }

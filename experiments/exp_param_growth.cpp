@@ -62,11 +62,13 @@ struct GrowthResult {
   double one_side_step_change = 0;
   double one_side_predicted = 0;  // first-order prediction -step ||grad||^2
 };
+// Given weights (and X) replace the draws of W_Q, W_K (and X); everything else is drawn.
 template <typename T>
-GrowthResult growth(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index p, Rng& rng) {
-  const Mat<T> x = gaussian_matrix<T>(n, d, rng);
+GrowthResult growth(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index p, Rng& rng, const GivenInputs& given) {
+  const Mat<T> x = given.has("x") ? given.load<T>("x") : gaussian_matrix<T>(n, d, rng);
   const T sd = T(1 / std::sqrt(double(d)));
-  const Mat<T> wq = gaussian_matrix<T>(d, k, rng, sd), wk = gaussian_matrix<T>(d, k, rng, sd);
+  const Mat<T> wq = given.used() ? given.load<T>("wq") : gaussian_matrix<T>(d, k, rng, sd);
+  const Mat<T> wk = given.used() ? given.load<T>("wk") : gaussian_matrix<T>(d, k, rng, sd);
   const Eigen::Index dv = std::max<Eigen::Index>(1, d / 2);
   const AttentionLoss<T> loss(x, gaussian_matrix<T>(d, dv, rng, sd), gaussian_matrix<T>(dv, d, rng, sd),
                               gaussian_matrix<T>(n, d, rng));
@@ -115,7 +117,10 @@ GrowthResult growth(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_param_growth", "seed 004: parameter counts over h, bias augmentation, zero-padded growth");
+  ExperimentCli cli("exp_param_growth", "seed 004: parameter counts over h, bias augmentation, zero-padded growth",
+                    GivenKind::qk_weights_x);
+  cli.app().footer("With --wq --wk, only the zero-padded growth (G7, param_growth.csv) runs, on those weights: "
+                   "the parameter counts and the bias augmentation do not depend on weight values.");
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const bool quick = cli.options().quick;
@@ -125,7 +130,9 @@ int main(int argc, char** argv) {
     CsvTable counts({int_col("d_e"), int_col("d_k"), int_col("d_v"), text_col("bias"), int_col("h"),
                      int_col("parameters"), real_col("remark11_formula")});
     std::int64_t worst_spread = 0, shapes = 0, disallowed = 0;
-    const std::vector<std::int64_t> widths = quick ? std::vector<std::int64_t>{8, 12, 64}
+    const GivenInputs& given = cli.given();
+    const std::vector<std::int64_t> widths = given.used() ? std::vector<std::int64_t>{}
+                                           : quick ? std::vector<std::int64_t>{8, 12, 64}
                                                    : std::vector<std::int64_t>{1, 7, 8, 12, 64, 96, 512, 768};
     for (std::int64_t de : widths)
       for (std::int64_t dk : widths)
@@ -146,29 +153,37 @@ int main(int argc, char** argv) {
             }
             worst_spread = std::max(worst_spread, hi - lo);
           }
-    counts.write(cli.output_path("param_counts.csv"));
+    if (!given.used()) cli.write_table(counts, "param_counts.csv");
 
     // G2 and G7 trials, float and double.
     const std::vector<Eigen::Index> sizes = quick ? std::vector<Eigen::Index>{1, 3, 16}
                                                   : std::vector<Eigen::Index>{1, 2, 3, 16, 64, 128};
     struct Trial {
-      Eigen::Index n, d;
+      Eigen::Index n, d, growth_d;  // growth needs d >= d_k + p
       bool single;
     };
     std::vector<Trial> trials;
-    for (Eigen::Index n : sizes)
-      for (Eigen::Index d : sizes)
-        for (bool single : {false, true}) trials.push_back({n, d, single});
+    Eigen::Index k = 2;
+    const Eigen::Index p = 2;
+    if (given.used()) {
+      // The given (d, d_k); n of the given X, else the sweep's lengths.
+      k = given.matrix("wq").cols();
+      for (Eigen::Index n : given.has("x") ? std::vector<Eigen::Index>{given.matrix("x").rows()} : sizes)
+        for (bool single : {false, true}) trials.push_back({n, given.matrix("wq").rows(), given.matrix("wq").rows(), single});
+    } else {
+      for (Eigen::Index n : sizes)
+        for (Eigen::Index d : sizes)
+          for (bool single : {false, true}) trials.push_back({n, d, std::max<Eigen::Index>(d, k + p), single});
+    }
     std::vector<BiasResult> bias(trials.size());
     std::vector<GrowthResult> grow(trials.size());
-    const Eigen::Index k = 2, p = 2;
 #pragma omp parallel for schedule(dynamic)
     for (std::size_t i = 0; i < trials.size(); ++i) {
       Rng rng(derive_seed(seed, i));
       const auto& t = trials[i];
-      bias[i] = t.single ? bias_augmentation<float>(t.n, t.d, 5, rng) : bias_augmentation<double>(t.n, t.d, 5, rng);
-      grow[i] = t.single ? growth<float>(t.n, std::max<Eigen::Index>(t.d, k + p), k, p, rng)
-                         : growth<double>(t.n, std::max<Eigen::Index>(t.d, k + p), k, p, rng);
+      if (!given.used())
+        bias[i] = t.single ? bias_augmentation<float>(t.n, t.d, 5, rng) : bias_augmentation<double>(t.n, t.d, 5, rng);
+      grow[i] = t.single ? growth<float>(t.n, t.growth_d, k, p, rng, given) : growth<double>(t.n, t.growth_d, k, p, rng, given);
     }
     CsvTable bias_table({int_col("n"), int_col("d"), text_col("precision"), real_col("ratio"), text_col("bitwise")});
     CsvTable grow_table({int_col("n"), int_col("d"), int_col("d_k"), int_col("p"), text_col("precision"),
@@ -184,7 +199,7 @@ int main(int argc, char** argv) {
       const char* prec = t.single ? "float" : "double";
       bias_table.add_row({t.n, t.d, prec, bias[i].ratio, bias[i].bitwise});
       const auto& g = grow[i];
-      grow_table.add_row({t.n, std::max<Eigen::Index>(t.d, k + p), k, p, prec, g.product_ratio, g.product_bitwise,
+      grow_table.add_row({t.n, t.growth_d, k, p, prec, g.product_ratio, g.product_bitwise,
                           g.bias_product_ratio,
                           g.rescaled_change, g.both_new_change, g.zero_new_grad, g.zero_step_change, g.one_side_grad,
                           g.one_side_step_change, g.one_side_predicted});
@@ -201,8 +216,8 @@ int main(int argc, char** argv) {
         one_side_moves += g.one_side_grad > 0 && g.one_side_step_change < 0;
       }
     }
-    bias_table.write(cli.output_path("param_bias.csv"));
-    grow_table.write(cli.output_path("param_growth.csv"));
+    if (!given.used()) cli.write_table(bias_table, "param_bias.csv");
+    cli.write_table(grow_table, "param_growth.csv");
 
     std::vector<ClaimRow> claims;
     claims.push_back({"G1", kSource, worst_spread <= kCountSpreadThreshold ? Verdict::holds : Verdict::fails,
@@ -235,6 +250,6 @@ int main(int argc, char** argv) {
           product_bitwise, trials.size(), min_rescaled, max_zero_grad, one_side_moves, one_side_trials, min_both_new);
       claims.push_back(c);
     }
-    merge_into_ledger(cli.ledger_path(), claims);
+    cli.write_claims(claims);
   });
 }

@@ -28,14 +28,20 @@ struct Shape {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_qk_attention_cost", "R8: cost of attention through the S_w reparameterization vs n (seed 000)");
+  ExperimentCli cli("exp_qk_attention_cost", "R8: cost of attention through the S_w reparameterization vs n (seed 000)",
+                    GivenKind::qk_weights);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const bool quick = cli.options().quick;
-    const Shape shape = quick ? Shape{64, 8, {1, 2, 3, 16, 64, 128, 256, 512}, 64}
-                              : Shape{256, 32, {1, 2, 3, 16, 64, 256, 512, 1024, 2048, 4096}, 256};
+    Shape shape = quick ? Shape{64, 8, {1, 2, 3, 16, 64, 128, 256, 512}, 64}
+                        : Shape{256, 32, {1, 2, 3, 16, 64, 256, 512, 1024, 2048, 4096}, 256};
     Rng rng(derive_seed(cli.options().seed, 0));
-    const QkWeights w = make_qk_weights("gaussian", shape.d, shape.dk, rng);
+    // Given weights keep the sweep over n (X is drawn) at their own d and d_k.
+    if (cli.uses_given()) {
+      shape.d = cli.given().matrix("wq").rows();
+      shape.dk = cli.given().matrix("wq").cols();
+    }
+    const QkWeights w = cli.uses_given() ? cli.given().qk_weights() : make_qk_weights("gaussian", shape.d, shape.dk, rng);
     const Eigen::MatrixXd wv = gaussian_matrix(shape.d, shape.dk, rng, 1.0 / std::sqrt(static_cast<double>(shape.d)));
     // The decomposition is computed once, outside the timed region, as the claim amortises it.
     const EigenPairs<double> pairs = leading_pairs(eigen_low_rank_qr<double>(w.wq, w.wk), 2 * shape.dk);
@@ -72,8 +78,8 @@ int main(int argc, char** argv) {
       progress.tick();
     }
     const std::string counts_file = "qk_attention_cost.csv", timing_file = "qk_attention_cost_timing.csv";
-    counts.write(cli.output_path(counts_file));
-    timing.write(cli.output_path(timing_file));
+    cli.write_table(counts, counts_file);
+    cli.write_table(timing, timing_file);
 
     // Verdict, by a rule fixed here: holds if the counted exponent is <= 1.3 and the timed
     // exponent's interval reaches down to 1.3; fails otherwise.
@@ -87,9 +93,8 @@ int main(int argc, char** argv) {
         "softmax remain.",
         shape.fit_from, by_count.slope, by_time.slope, by_time.slope_interval.lower, by_time.slope_interval.upper,
         cli.evidence_path(timing_file), proj.slope, proj.slope_interval.lower, proj.slope_interval.upper);
-    merge_into_ledger(cli.ledger_path(),
-                      {ClaimRow{"R8", kSource, linear ? Verdict::holds : Verdict::fails,
-                                fmt::format("fitted exponent in n of counted multiply-adds of the attention output (d = {}, d_k = {})", shape.d, shape.dk),
-                                by_count.slope, kLinearExponentMax, cli.evidence_path(counts_file), note}});
+    cli.write_claims({ClaimRow{"R8", kSource, linear ? Verdict::holds : Verdict::fails,
+                              fmt::format("fitted exponent in n of counted multiply-adds of the attention output (d = {}, d_k = {})", shape.d, shape.dk),
+                              by_count.slope, kLinearExponentMax, cli.evidence_path(counts_file), note}});
   });
 }

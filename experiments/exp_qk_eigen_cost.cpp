@@ -103,8 +103,8 @@ double model_multiply_adds(Path p, double d, double dk, long applications) {
   return 0;
 }
 
-TimingPoint time_path(Path p, Eigen::Index d, Eigen::Index dk, Rng& rng, bool quick) {
-  const QkWeights w = make_qk_weights("gaussian", d, dk, rng);
+TimingPoint time_path(Path p, const QkWeights& w, bool quick) {
+  const Eigen::Index d = w.wq.rows(), dk = w.wq.cols();
   long applications = 0;
   const bool heavy = p == Path::dense && d >= 512;  // seconds per run: no warm-up, fewer repeats
   const double secs = median_seconds(
@@ -121,20 +121,25 @@ TimingPoint time_path(Path p, Eigen::Index d, Eigen::Index dk, Rng& rng, bool qu
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_qk_eigen_cost", "R7: cost and accuracy of three eigen-decompositions of S_w (seed 000)");
+  ExperimentCli cli("exp_qk_eigen_cost", "R7: cost and accuracy of three eigen-decompositions of S_w (seed 000)",
+                    GivenKind::qk_weights);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const bool quick = cli.options().quick;
 
     // 1. Accuracy of every path over families and edge shapes (deterministic table).
+    //    Given weights replace the families and shapes with their own.
     std::vector<AccuracyConfig> configs;
-    for (const auto& f : qk_weight_families())
-      for (Eigen::Index d : quick ? std::vector<Eigen::Index>{8, 32} : std::vector<Eigen::Index>{8, 32, 128, 256})
-        for (Eigen::Index dk : std::set<Eigen::Index>{1, 2, 3, d / 8, d / 2}) configs.push_back({f.name, d, dk});
+    if (cli.uses_given()) configs.push_back({kGivenFamily, cli.given().matrix("wq").rows(), cli.given().matrix("wq").cols()});
+    else
+      for (const auto& f : qk_weight_families())
+        for (Eigen::Index d : quick ? std::vector<Eigen::Index>{8, 32} : std::vector<Eigen::Index>{8, 32, 128, 256})
+          for (Eigen::Index dk : std::set<Eigen::Index>{1, 2, 3, d / 8, d / 2}) configs.push_back({f.name, d, dk});
     const auto checks = run_trials<std::pair<std::vector<PathCheck>, std::vector<PathCheck>>>(
         configs.size(), "eigen path checks", [&](std::size_t i) {
           Rng rng(derive_seed(cli.options().seed, i));
-          const QkWeights w = make_qk_weights(configs[i].family, configs[i].d, configs[i].dk, rng);
+          const QkWeights w = cli.uses_given() ? cli.given().qk_weights()
+                                               : make_qk_weights(configs[i].family, configs[i].d, configs[i].dk, rng);
           return std::pair{check_paths<float>(w), check_paths<double>(w)};
         });
     CsvTable accuracy({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), text_col("path"),
@@ -153,7 +158,7 @@ int main(int argc, char** argv) {
                             c.status == "not_applicable" ? "n/a" : pass ? "pass" : "FAIL"});
         }
     const std::string accuracy_file = "qk_eigen_paths.csv";
-    accuracy.write(cli.output_path(accuracy_file));
+    cli.write_table(accuracy, accuracy_file);
 
     // 2. Timing against d at fixed d_k, and against d_k at fixed d, one path at a time
     //    (sequential: parallel runs would compete for the cores they are timing).
@@ -163,26 +168,35 @@ int main(int argc, char** argv) {
     const Eigen::Index fixed_d = quick ? 256 : 2048;
     Rng rng(derive_seed(cli.options().seed, 1u << 20));
     std::vector<TimingPoint> points;
+    const std::string timing_file = "qk_eigen_cost_timing.csv";
+    CsvTable timing({text_col("path"), text_col("sweep"), int_col("d"), int_col("d_k"), real_col("median_seconds"),
+                     real_col("model_multiply_adds"), int_col("operator_applications")});
+    if (cli.uses_given()) {
+      // Given weights: each path timed once at their shape; one point fits no exponent, and no verdict is formed.
+      for (Path p : kPaths) {
+        const TimingPoint t = time_path(p, cli.given().qk_weights(), quick);
+        timing.add_row({path_name(t.path), "given", t.d, t.dk, t.seconds, t.model_multiply_adds, t.operator_applications});
+      }
+      cli.write_table(timing, timing_file);
+      return;
+    }
     Progress progress("eigen timing", 2 * dims_low.size() + dims_dense.size() + 2 * dks.size());
     for (Path p : kPaths)
       for (Eigen::Index d : p == Path::dense ? dims_dense : dims_low) {
-        points.push_back(time_path(p, d, std::min(kFixedDk, d / 2), rng, quick));
+        points.push_back(time_path(p, make_qk_weights("gaussian", d, std::min(kFixedDk, d / 2), rng), quick));
         progress.tick();
       }
     for (Path p : {Path::lanczos, Path::qr})
       for (Eigen::Index dk : dks) {
-        points.push_back(time_path(p, fixed_d, dk, rng, quick));
+        points.push_back(time_path(p, make_qk_weights("gaussian", fixed_d, dk, rng), quick));
         progress.tick();
       }
-    CsvTable timing({text_col("path"), text_col("sweep"), int_col("d"), int_col("d_k"), real_col("median_seconds"),
-                     real_col("model_multiply_adds"), int_col("operator_applications")});
     for (std::size_t i = 0; i < points.size(); ++i) {
       const auto& t = points[i];
       const bool d_sweep = i < 2 * dims_low.size() + dims_dense.size();
       timing.add_row({path_name(t.path), d_sweep ? "d" : "d_k", t.d, t.dk, t.seconds, t.model_multiply_adds, t.operator_applications});
     }
-    const std::string timing_file = "qk_eigen_cost_timing.csv";
-    timing.write(cli.output_path(timing_file));
+    cli.write_table(timing, timing_file);
 
     // 3. Fitted exponents and the verdict, by a rule fixed here: holds if every path's
     //    time exponent in d is consistent with linear (interval lower bound <= 1.3);
@@ -210,9 +224,8 @@ int main(int argc, char** argv) {
     j.note = (j.note.empty() ? "" : j.note + " ") + fits +
              fmt::format("path checks: {} of {} applicable decompositions failed their residual/orthogonality/eigenvalue check (see {}).",
                          failed_checks, applicable, accuracy_file);
-    merge_into_ledger(cli.ledger_path(),
-                      {ClaimRow{"R7", kSource, j.verdict,
-                                fmt::format("fitted exponent of median time in d at d_k = {} (QR path shown; all paths in note)", kFixedDk),
-                                qr_slope, kLinearExponentMax, cli.evidence_path(timing_file), j.note}});
+    cli.write_claims({ClaimRow{"R7", kSource, j.verdict,
+                              fmt::format("fitted exponent of median time in d at d_k = {} (QR path shown; all paths in note)", kFixedDk),
+                              qr_slope, kLinearExponentMax, cli.evidence_path(timing_file), j.note}});
   });
 }

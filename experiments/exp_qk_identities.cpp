@@ -80,8 +80,22 @@ Measured measure(const QkWeights& w64, const Eigen::MatrixXd& x64, const Eigen::
   return m;
 }
 
-std::vector<Config> sweep(bool quick) {
+// Sequence lengths n tried at width d: the edge lengths 1, 2, 3 and two realistic ones.
+std::vector<Eigen::Index> lengths(bool quick, Eigen::Index d) {
+  return quick ? std::vector<Eigen::Index>{1, 3, 64}
+               : d >= 1024 ? std::vector<Eigen::Index>{3, 512} : std::vector<Eigen::Index>{1, 2, 3, 64, 512};
+}
+
+std::vector<Config> sweep(bool quick, const GivenInputs& given) {
   std::vector<Config> configs;
+  if (given.used()) {
+    // The given weights at their own (d, d_k); X as given, else drawn at the sweep's lengths.
+    const Eigen::MatrixXd& wq = given.matrix("wq");
+    const std::vector<Eigen::Index> ns =
+        given.has("x") ? std::vector<Eigen::Index>{given.matrix("x").rows()} : lengths(quick, wq.rows());
+    for (Eigen::Index n : ns) configs.push_back({kGivenFamily, wq.rows(), wq.cols(), n, 0});
+    return configs;
+  }
   const std::vector<Eigen::Index> dims = quick ? std::vector<Eigen::Index>{16, 64} : std::vector<Eigen::Index>{16, 64, 256, 1024};
   for (const auto& fam : qk_weight_families())
     for (Eigen::Index d : dims) {
@@ -89,9 +103,7 @@ std::vector<Config> sweep(bool quick) {
       std::vector<Eigen::Index> dks = quick ? std::vector<Eigen::Index>{1, 3, d / 2}
                                             : d >= 1024 ? std::vector<Eigen::Index>{1, 3, d / 8}
                                                         : std::vector<Eigen::Index>{1, 2, 3, d / 8, d / 2, d};
-      const std::vector<Eigen::Index> ns = quick ? std::vector<Eigen::Index>{1, 3, 64}
-                                         : d >= 1024 ? std::vector<Eigen::Index>{3, 512}
-                                                     : std::vector<Eigen::Index>{1, 2, 3, 64, 512};
+      const std::vector<Eigen::Index> ns = lengths(quick, d);
       std::sort(dks.begin(), dks.end());
       dks.erase(std::unique(dks.begin(), dks.end()), dks.end());
       const int reps = quick || d >= 256 ? 1 : 2;
@@ -105,15 +117,16 @@ std::vector<Config> sweep(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_qk_identities", "R1, R3, R4, R11: exact identities of the Q-K reparameterization (seed 000)");
+  ExperimentCli cli("exp_qk_identities", "R1, R3, R4, R11: exact identities of the Q-K reparameterization (seed 000)",
+                    GivenKind::qk_weights_x);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
-    const auto configs = sweep(cli.options().quick);
+    const auto configs = sweep(cli.options().quick, cli.given());
     const auto outcomes = run_trials<Outcome>(configs.size(), "qk identities", [&](std::size_t i) {
       const Config& c = configs[i];
       Rng rng(derive_seed(cli.options().seed, i));
-      const QkWeights w = make_qk_weights(c.family, c.d, c.dk, rng);
-      const Eigen::MatrixXd x = gaussian_matrix(c.n, c.d, rng);
+      const QkWeights w = cli.uses_given() ? cli.given().qk_weights() : make_qk_weights(c.family, c.d, c.dk, rng);
+      const Eigen::MatrixXd x = cli.given().has("x") ? cli.given().matrix("x") : gaussian_matrix(c.n, c.d, rng);
       const Eigen::MatrixXd wv = gaussian_matrix(c.d, c.dk, rng, 1.0 / std::sqrt(static_cast<double>(c.d)));
       const Eigen::MatrixXd y = gaussian_matrix(c.d, kQuadraticFormProbes, rng);
       return Outcome{measure<float>(w, x, wv, y), measure<double>(w, x, wv, y)};
@@ -137,17 +150,16 @@ int main(int argc, char** argv) {
       }
     }
     const std::string file = "qk_identities.csv";
-    table.write(cli.output_path(file));
+    cli.write_table(table, file);
 
     const double t = kResidualRatioThreshold;
     auto row = [&](const std::string& id, const WorstByCondition& w, const std::string& metric) {
       const Judgement j = judge_by_condition(w, t);
       return ClaimRow{id, kSource, j.verdict, metric, j.observed, t, cli.evidence_path(file), j.note};
     };
-    merge_into_ledger(cli.ledger_path(),
-                      {row("R1", r1, "max scaled residual ||XW_Q(XW_K)^T - X(W_QW_K^T)X^T|| / (2d ||X||^2 ||W_Q|| ||W_K|| eps), float and double"),
-                       row("R3", r3, "max scaled |y^T R_w y| / (d ||R_w|| ||y||^2 eps) over random y, float and double"),
-                       row("R4", r4, "max scaled ||X M X^T - X S_w X^T|| (diagonal or off-diagonal) / (2d ||X||^2 ||M|| eps)"),
-                       row("R11", r11, "max relative attention-output difference / ((2d + n) eps), S_w scores vs W_QW_K^T scores")});
+    cli.write_claims({row("R1", r1, "max scaled residual ||XW_Q(XW_K)^T - X(W_QW_K^T)X^T|| / (2d ||X||^2 ||W_Q|| ||W_K|| eps), float and double"),
+                     row("R3", r3, "max scaled |y^T R_w y| / (d ||R_w|| ||y||^2 eps) over random y, float and double"),
+                     row("R4", r4, "max scaled ||X M X^T - X S_w X^T|| (diagonal or off-diagonal) / (2d ||X||^2 ||M|| eps)"),
+                     row("R11", r11, "max relative attention-output difference / ((2d + n) eps), S_w scores vs W_QW_K^T scores")});
   });
 }

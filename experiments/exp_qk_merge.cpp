@@ -62,6 +62,7 @@ SplitResult head_split(Eigen::Index n, Eigen::Index d, Eigen::Index h, Rng& rng)
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_merge", "seed 001: merged W_QK vs W_Q, W_K: parameters, cost, head split");
+  cli.app().footer("Takes no .npy inputs: it counts parameters and operations and times sizes, none of which depend on weight values.");
   int repeats = 5;
   cli.app().add_option("--repeats", repeats, "timed repeats per configuration (median kept)")->check(CLI::Range(1, 1000));
   cli.parse(argc, argv);
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
         s1_mismatch += smaller != (d > 2 * dk);
         ++s1_points;
       }
-    params.write(cli.output_path("qk_merge_params.csv"));
+    cli.write_table(params, "qk_merge_params.csv");
 
     // S2 counts: multiply-adds of the two computations over a wide grid.
     CsvTable costs({int_col("n"), int_col("d"), int_col("d_k"), real_col("factored_madds"), real_col("merged_madds"),
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
           min_cross_frac = std::min(min_cross_frac, cross / d);
           max_cross_frac = std::max(max_cross_frac, cross / d);
         }
-    costs.write(cli.output_path("qk_merge_costs.csv"));
+    cli.write_table(costs, "qk_merge_costs.csv");
 
     // S2 timing: float, one thread, medians of `repeats` runs, serially so runs never compete.
     struct TimedConfig {
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
         progress.tick();
       }
     }
-    timing.write(cli.output_path("qk_merge_timing.csv"));
+    cli.write_table(timing, "qk_merge_timing.csv");
 
     // S3: float and double, several widths, head counts and lengths.
     struct SplitTrial {
@@ -164,7 +165,7 @@ int main(int argc, char** argv) {
       gemm_bitwise += split[i].gemm_bitwise;
       worst_split = std::max(worst_split, split[i].gemm_ratio);
     }
-    split_table.write(cli.output_path("qk_merge_head_split.csv"));
+    cli.write_table(split_table, "qk_merge_head_split.csv");
 
     std::vector<ClaimRow> claims;
     claims.push_back({"S1", kSource, s1_mismatch == 0 ? Verdict::holds : Verdict::fails,
@@ -204,6 +205,6 @@ int main(int argc, char** argv) {
           ref_bitwise, trials.size(), gemm_bitwise, trials.size());
       claims.push_back(c);
     }
-    merge_into_ledger(cli.ledger_path(), claims);
+    cli.write_claims(claims);
   });
 }

@@ -5,6 +5,7 @@
 #include "attnlab/experiment_cli.hpp"
 #include "attnlab/ledger.hpp"
 #include "attnlab/parallel_trials.hpp"
+#include "attnlab/qk_weights.hpp"
 #include "attnlab/reparameterized_attention.hpp"
 #include "attnlab/rng.hpp"
 #include "attnlab/statistics.hpp"
@@ -67,32 +68,52 @@ Errors measure(const Eigen::MatrixXd& x64, const Eigen::MatrixXd& wq64, const Ei
           relative_error(attention_from_scores<T>(via_qr, v, scale), ref_out_sym)};
 }
 
+// cond(W) over all singular values: infinite for a rank-deficient W.
+double condition_number(const Eigen::MatrixXd& w) {
+  const Eigen::VectorXd s = Eigen::JacobiSVD<Eigen::MatrixXd>(w).singularValues();
+  return s(s.size() - 1) > 0 ? s(0) / s(s.size() - 1) : std::numeric_limits<double>::infinity();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_qk_precision", "R9: rounding of the eigen-decomposition route vs the direct product (seed 000)");
+  ExperimentCli cli("exp_qk_precision", "R9: rounding of the eigen-decomposition route vs the direct product (seed 000)",
+                    GivenKind::qk_weights_x);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const bool quick = cli.options().quick;
+    const GivenInputs& given = cli.given();
+    const Eigen::Index n = given.has("x") ? given.matrix("x").rows() : quick ? 32 : 128;
     std::vector<Config> configs;
-    for (Eigen::Index d : quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{64, 256})
-      for (Eigen::Index dk : quick ? std::vector<Eigen::Index>{4, 8} : std::vector<Eigen::Index>{8, 32})
-        for (double cond : quick ? std::vector<double>{1, 1e4} : std::vector<double>{1, 1e2, 1e4, 1e6})
-          for (int rep = 0; rep < (quick ? 1 : 3); ++rep) configs.push_back({d, dk, quick ? 32 : 128, cond, rep});
+    if (given.used()) {
+      const QkWeights w = given.qk_weights();
+      configs.push_back({w.wq.rows(), w.wq.cols(), n, std::max(condition_number(w.wq), condition_number(w.wk)), 0});
+    } else {
+      for (Eigen::Index d : quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{64, 256})
+        for (Eigen::Index dk : quick ? std::vector<Eigen::Index>{4, 8} : std::vector<Eigen::Index>{8, 32})
+          for (double cond : quick ? std::vector<double>{1, 1e4} : std::vector<double>{1, 1e2, 1e4, 1e6})
+            for (int rep = 0; rep < (quick ? 1 : 3); ++rep) configs.push_back({d, dk, n, cond, rep});
+    }
 
     const auto results = run_trials<std::pair<Errors, Errors>>(configs.size(), "qk precision", [&](std::size_t i) {
       const Config& c = configs[i];
       Rng rng(derive_seed(cli.options().seed, i));
-      // W_Q, W_K with singular values spread from 1 to 1/cond; X and W_V gaussian.
-      const Eigen::VectorXd s = geometric_spectrum(c.dk, c.cond);
-      const Eigen::MatrixXd wq = matrix_with_singular_values(c.d, c.dk, s, rng);
-      const Eigen::MatrixXd wk = matrix_with_singular_values(c.d, c.dk, s, rng);
-      const Eigen::MatrixXd x = gaussian_matrix(c.n, c.d, rng);
+      // W_Q, W_K given or with singular values spread from 1 to 1/cond; X given or gaussian; W_V gaussian.
+      Eigen::MatrixXd wq, wk;
+      if (given.used()) {
+        wq = given.matrix("wq");
+        wk = given.matrix("wk");
+      } else {
+        const Eigen::VectorXd s = geometric_spectrum(c.dk, c.cond);
+        wq = matrix_with_singular_values(c.d, c.dk, s, rng);
+        wk = matrix_with_singular_values(c.d, c.dk, s, rng);
+      }
+      const Eigen::MatrixXd x = given.has("x") ? given.matrix("x") : gaussian_matrix(c.n, c.d, rng);
       const Eigen::MatrixXd wv = gaussian_matrix(c.d, c.dk, rng, 1.0 / std::sqrt(static_cast<double>(c.d)));
       return std::pair{measure<float, double>(x, wq, wk, wv), measure<double, long double>(x, wq, wk, wv)};
     });
 
-    CsvTable table({int_col("d"), int_col("d_k"), int_col("n"), real_col("cond_W"), int_col("rep"), text_col("precision"),
+    CsvTable table({int_col("d"), int_col("d_k"), int_col("n"), real_col("cond_W", true), int_col("rep"), text_col("precision"),
                     real_col("direct_scores_error"), real_col("dense_eig_scores_error"), real_col("qr_eig_scores_error"),
                     real_col("direct_output_error"), real_col("dense_eig_output_error"), real_col("qr_eig_output_error")});
     double worst = 0;
@@ -111,12 +132,11 @@ int main(int argc, char** argv) {
       }
     }
     const std::string file = "qk_precision.csv";
-    table.write(cli.output_path(file));
+    cli.write_table(table, file);
     const bool affects = worst >= kAmplificationThreshold;
-    merge_into_ledger(cli.ledger_path(),
-                      {ClaimRow{"R9", kSource, affects ? Verdict::holds : Verdict::fails,
-                                "max over configurations of (relative score error of the eigen route) / (relative error of the direct product), same precision",
-                                worst, kAmplificationThreshold, cli.evidence_path(file),
-                                "largest amplification: " + worst_where}});
+    cli.write_claims({ClaimRow{"R9", kSource, affects ? Verdict::holds : Verdict::fails,
+                              "max over configurations of (relative score error of the eigen route) / (relative error of the direct product), same precision",
+                              worst, kAmplificationThreshold, cli.evidence_path(file),
+                              "largest amplification: " + worst_where}});
   });
 }

@@ -90,7 +90,9 @@ Measured measure(const QkWeights& w64, const Eigen::MatrixXd& y64) {
   return m;
 }
 
-std::vector<Config> sweep(bool quick) {
+std::vector<Config> sweep(bool quick, const GivenInputs& given) {
+  // The given weights replace the families and sizes with their own (d, d_k).
+  if (given.used()) return {{kGivenFamily, given.matrix("wq").rows(), given.matrix("wq").cols()}};
   std::vector<Config> configs;
   const std::vector<Eigen::Index> dims = quick ? std::vector<Eigen::Index>{16, 48} : std::vector<Eigen::Index>{16, 64, 256, 1024};
   for (const auto& fam : qk_weight_families())
@@ -108,14 +110,15 @@ std::vector<Config> sweep(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_qk_spectrum", "R2, R5, R6, R10: rank and spectrum of W_Q W_K^T and S_w (seed 000)");
+  ExperimentCli cli("exp_qk_spectrum", "R2, R5, R6, R10: rank and spectrum of W_Q W_K^T and S_w (seed 000)",
+                    GivenKind::qk_weights);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
-    const auto configs = sweep(cli.options().quick);
+    const auto configs = sweep(cli.options().quick, cli.given());
     const auto outcomes = run_trials<Outcome>(configs.size(), "qk spectrum", [&](std::size_t i) {
       const Config& c = configs[i];
       Rng rng(derive_seed(cli.options().seed, i));
-      const QkWeights w = make_qk_weights(c.family, c.d, c.dk, rng);
+      const QkWeights w = cli.uses_given() ? cli.given().qk_weights() : make_qk_weights(c.family, c.d, c.dk, rng);
       const Eigen::MatrixXd y = gaussian_matrix(c.d, kProbes, rng);
       return Outcome{measure<float>(w, y), measure<double>(w, y)};
     });
@@ -147,7 +150,7 @@ int main(int argc, char** argv) {
       }
     }
     const std::string file = "qk_spectrum.csv";
-    table.write(cli.output_path(file));
+    cli.write_table(table, file);
     if (!(worst_check <= kResidualRatioThreshold))
       throw std::runtime_error(fmt::format("the QR-path eigen-decomposition failed its own check (worst ratio {}); see {}",
                                            worst_check, file));
@@ -158,14 +161,12 @@ int main(int argc, char** argv) {
       if (!extra.empty()) j.note += (j.note.empty() ? "" : " ") + extra;
       return ClaimRow{id, kSource, j.verdict, metric, j.observed, t, cli.evidence_path(file), j.note};
     };
-    merge_into_ledger(
-        cli.ledger_path(),
-        {row("R2", r2, kCountRatioThreshold, "max numerical rank(W_Q W_K^T) / d_k (SVD, tol max(d,d) eps sigma_max)"),
-         row("R5", r5, kCountRatioThreshold, "max count of nonzero eigenvalues of S_w / d_k (tol d eps max|lambda|)",
-             "S_w = (M + M^T)/2 has rank up to 2 d_k, with eigenvalues of both signs (see positive_eig_S, negative_eig_S)."),
-         row("R6", r6, kResidualRatioThreshold,
-             "max scaled |y^T M y - sum_{i<=d_k} lambda_i (u_i^T y)^2| / (d ||S_w|| ||y||^2 eps)",
-             fmt::format("Keeping all nonzero eigenpairs (up to 2 d_k) instead gives a worst ratio of {:.3g}.", r6_all_worst)),
-         row("R10", r10, kResidualRatioThreshold, "max scaled | ||U^T y|| - ||y|| | / (d ||y|| eps), U = d x d_k leading eigenvectors")});
+    cli.write_claims({row("R2", r2, kCountRatioThreshold, "max numerical rank(W_Q W_K^T) / d_k (SVD, tol max(d,d) eps sigma_max)"),
+                     row("R5", r5, kCountRatioThreshold, "max count of nonzero eigenvalues of S_w / d_k (tol d eps max|lambda|)",
+                         "S_w = (M + M^T)/2 has rank up to 2 d_k, with eigenvalues of both signs (see positive_eig_S, negative_eig_S)."),
+                     row("R6", r6, kResidualRatioThreshold,
+                         "max scaled |y^T M y - sum_{i<=d_k} lambda_i (u_i^T y)^2| / (d ||S_w|| ||y||^2 eps)",
+                         fmt::format("Keeping all nonzero eigenpairs (up to 2 d_k) instead gives a worst ratio of {:.3g}.", r6_all_worst)),
+                     row("R10", r10, kResidualRatioThreshold, "max scaled | ||U^T y|| - ||y|| | / (d ||y|| eps), U = d x d_k leading eigenvectors")});
   });
 }

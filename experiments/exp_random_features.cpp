@@ -94,101 +94,109 @@ IdentityCheck check_identity(const Eigen::VectorXd& xd, const Eigen::VectorXd& y
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("exp_random_features", "U8-U11: random Fourier features and random feature attention");
+  ExperimentCli cli("exp_random_features", "U8-U11: random Fourier features and random feature attention",
+                    GivenKind::attention);
+  cli.app().footer("With --q --k --v, the factorisation (U10) runs on rows of those Q and K and random feature "
+                   "attention (U11) on those inputs; the kernel estimator's mean and variance (U8, U9) use their own "
+                   "random pairs and are left out.");
   std::string family;
   add_family_option(cli.app(), family);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const auto& opt = cli.options();
-    const std::vector<std::string> families = selected_families(family);
+    const GivenInputs& given = cli.given();
+    const std::vector<std::string> families = given.families_or(selected_families(family));
     std::vector<ClaimRow> rows;
 
-    // U8: the estimator's mean against three kernels, for sigma != 1 as well as sigma = 1.
-    const int draws = opt.quick ? 2000 : 20000;
-    const Eigen::Index kernel_D = 16;
-    struct KernelConfig { double sigma, r; };
-    std::vector<KernelConfig> kconf;
-    for (double sigma : {0.5, 1.0, 2.0})
-      for (double r : {0.5, 1.0, 2.0}) kconf.push_back({sigma, r});
-    std::vector<Moments> kmom(kconf.size());
-    parallel_trials(kconf.size(), [&](std::size_t i) {
-      Rng rng(derive_seed(opt.seed, i));
-      const auto [x, y] = pair_at_distance(kconf[i].r, rng);
-      kmom[i] = estimator_moments(x, y, kconf[i].sigma, kernel_D, draws, rng);
-    });
-    CsvTable kt({real_col("sigma"), real_col("distance"), int_col("D"), int_col("draws"), real_col("mean"),
-                 real_col("std_error"), real_col("kernel_as_written"), real_col("z_as_written"),
-                 real_col("kernel_gaussian_bandwidth_sigma"), real_col("z_gaussian_bandwidth_sigma"),
-                 real_col("kernel_exp_minus_sigma2_r2_over_2"), real_col("z_exp_minus_sigma2_r2_over_2")});
-    double z_written = 0, z_band = 0, z_true = 0;
-    std::string consistent_written;
-    for (std::size_t i = 0; i < kconf.size(); ++i) {
-      const double s = kconf[i].sigma, r = kconf[i].r, m = kmom[i].mean, se = kmom[i].se;
-      const double k_written = std::exp(-r / (2 * s * s));        // exp(-||x - y|| / 2 sigma^2), as printed
-      const double k_band = std::exp(-r * r / (2 * s * s));       // the Gaussian kernel of bandwidth sigma
-      const double k_true = std::exp(-s * s * r * r / 2);         // E[cos(w.(x - y))] for w ~ N(0, sigma^2 I)
-      const double zw = std::abs(m - k_written) / se, zb = std::abs(m - k_band) / se, zt = std::abs(m - k_true) / se;
-      kt.add_row({s, r, kernel_D, draws, m, se, k_written, zw, k_band, zb, k_true, zt});
-      z_written = std::max(z_written, zw);
-      z_band = std::max(z_band, zb);
-      z_true = std::max(z_true, zt);
-      if (zw <= kZThreshold) consistent_written += fmt::format("{}(sigma {:g}, r {:g})", consistent_written.empty() ? "" : ", ", s, r);
-    }
-    kt.write(cli.output_path("rff_kernel.csv"));
-    rows.push_back({"U8", kSource, z_written <= kZThreshold ? Verdict::holds : Verdict::fails,
-                    "largest |estimator mean - exp(-||x-y||/2 sigma^2)| in standard errors, sigma in {0.5,1,2}, "
-                    "||x-y|| in {0.5,1,2}",
-                    z_written, kZThreshold, cli.evidence_path("rff_kernel.csv"),
-                    fmt::format("as written consistent only at: {}; the mean is exp(-sigma^2 ||x-y||^2 / 2) "
-                                "(largest z {:.2f}): the printed kernel lacks the square and w ~ N(0, sigma^2 I) "
-                                "gives bandwidth 1/sigma; exp(-||x-y||^2/2 sigma^2) needs w ~ N(0, I/sigma^2) "
-                                "(largest z {:.3g} with the printed draw)",
-                                consistent_written.empty() ? "none" : consistent_written, z_true, z_band)});
-
-    // U9: variance against D, for two (sigma, r).
-    const std::vector<Eigen::Index> var_D = opt.quick ? std::vector<Eigen::Index>{1, 4, 16, 64}
-                                                      : std::vector<Eigen::Index>{1, 2, 4, 8, 16, 32, 64, 128, 256};
-    const int var_draws = opt.quick ? 500 : 4000;
-    const std::vector<KernelConfig> vconf = {{1.0, 1.0}, {2.0, 0.5}};
-    std::vector<Moments> vmom(vconf.size() * var_D.size());
-    parallel_trials(vmom.size(), [&](std::size_t i) {
-      const auto& c = vconf[i / var_D.size()];
-      Rng rng(derive_seed(opt.seed, 100 + i));
-      // The same pair for every D of a configuration: its own seed, so only D changes.
-      Rng pair_rng(derive_seed(opt.seed, 90 + i / var_D.size()));
-      const auto [x, y] = pair_at_distance(c.r, pair_rng);
-      vmom[i] = estimator_moments(x, y, c.sigma, var_D[i % var_D.size()], var_draws, rng);
-    });
-    CsvTable vt({real_col("sigma"), real_col("distance"), int_col("D"), int_col("draws"), real_col("variance"),
-                 real_col("D_times_variance")});
-    CsvTable vfit({real_col("sigma"), real_col("distance"), real_col("slope"), real_col("lower95"), real_col("upper95")});
-    double worst_slope_dev = 0;
-    std::string slopes;
-    for (std::size_t c = 0; c < vconf.size(); ++c) {
-      std::vector<double> x, y;
-      for (std::size_t j = 0; j < var_D.size(); ++j) {
-        const auto& m = vmom[c * var_D.size() + j];
-        vt.add_row({vconf[c].sigma, vconf[c].r, var_D[j], var_draws, m.variance,
-                    static_cast<double>(var_D[j]) * m.variance});
-        x.push_back(static_cast<double>(var_D[j]));
-        y.push_back(m.variance);
+    if (!given.used()) {  // U8, U9 draw their own pairs
+      // U8: the estimator's mean against three kernels, for sigma != 1 as well as sigma = 1.
+      const int draws = opt.quick ? 2000 : 20000;
+      const Eigen::Index kernel_D = 16;
+      struct KernelConfig { double sigma, r; };
+      std::vector<KernelConfig> kconf;
+      for (double sigma : {0.5, 1.0, 2.0})
+        for (double r : {0.5, 1.0, 2.0}) kconf.push_back({sigma, r});
+      std::vector<Moments> kmom(kconf.size());
+      parallel_trials(kconf.size(), [&](std::size_t i) {
+        Rng rng(derive_seed(opt.seed, i));
+        const auto [x, y] = pair_at_distance(kconf[i].r, rng);
+        kmom[i] = estimator_moments(x, y, kconf[i].sigma, kernel_D, draws, rng);
+      });
+      CsvTable kt({real_col("sigma"), real_col("distance"), int_col("D"), int_col("draws"), real_col("mean"),
+                   real_col("std_error"), real_col("kernel_as_written"), real_col("z_as_written"),
+                   real_col("kernel_gaussian_bandwidth_sigma"), real_col("z_gaussian_bandwidth_sigma"),
+                   real_col("kernel_exp_minus_sigma2_r2_over_2"), real_col("z_exp_minus_sigma2_r2_over_2")});
+      double z_written = 0, z_band = 0, z_true = 0;
+      std::string consistent_written;
+      for (std::size_t i = 0; i < kconf.size(); ++i) {
+        const double s = kconf[i].sigma, r = kconf[i].r, m = kmom[i].mean, se = kmom[i].se;
+        const double k_written = std::exp(-r / (2 * s * s));        // exp(-||x - y|| / 2 sigma^2), as printed
+        const double k_band = std::exp(-r * r / (2 * s * s));       // the Gaussian kernel of bandwidth sigma
+        const double k_true = std::exp(-s * s * r * r / 2);         // E[cos(w.(x - y))] for w ~ N(0, sigma^2 I)
+        const double zw = std::abs(m - k_written) / se, zb = std::abs(m - k_band) / se, zt = std::abs(m - k_true) / se;
+        kt.add_row({s, r, kernel_D, draws, m, se, k_written, zw, k_band, zb, k_true, zt});
+        z_written = std::max(z_written, zw);
+        z_band = std::max(z_band, zb);
+        z_true = std::max(z_true, zt);
+        if (zw <= kZThreshold) consistent_written += fmt::format("{}(sigma {:g}, r {:g})", consistent_written.empty() ? "" : ", ", s, r);
       }
-      const PowerLawFit fit = fit_power_law(x, y);
-      vfit.add_row({vconf[c].sigma, vconf[c].r, fit.slope, fit.slope_interval.lower, fit.slope_interval.upper});
-      worst_slope_dev = std::max(worst_slope_dev, std::abs(fit.slope + 1));
-      slopes += fmt::format("{}sigma {:g}: {:.3f} [{:.3f}, {:.3f}]", slopes.empty() ? "" : "; ", vconf[c].sigma,
-                            fit.slope, fit.slope_interval.lower, fit.slope_interval.upper);
-    }
-    vt.write(cli.output_path("rff_variance.csv"));
-    vfit.write(cli.output_path("rff_variance_fit.csv"));
-    rows.push_back({"U9", kSource, worst_slope_dev <= kSlopeTolerance ? Verdict::holds : Verdict::fails,
-                    "largest |fitted exponent of Var[phi(x).phi(y)] vs D + 1|", worst_slope_dev, kSlopeTolerance,
-                    cli.evidence_path("rff_variance_fit.csv"),
-                    "fitted exponents " + slopes + " (iid features: Var = Var[cos(w.(x-y))] / D exactly)"});
+      cli.write_table(kt, "rff_kernel.csv");
+      rows.push_back({"U8", kSource, z_written <= kZThreshold ? Verdict::holds : Verdict::fails,
+                      "largest |estimator mean - exp(-||x-y||/2 sigma^2)| in standard errors, sigma in {0.5,1,2}, "
+                      "||x-y|| in {0.5,1,2}",
+                      z_written, kZThreshold, cli.evidence_path("rff_kernel.csv"),
+                      fmt::format("as written consistent only at: {}; the mean is exp(-sigma^2 ||x-y||^2 / 2) "
+                                  "(largest z {:.2f}): the printed kernel lacks the square and w ~ N(0, sigma^2 I) "
+                                  "gives bandwidth 1/sigma; exp(-||x-y||^2/2 sigma^2) needs w ~ N(0, I/sigma^2) "
+                                  "(largest z {:.3g} with the printed draw)",
+                                  consistent_written.empty() ? "none" : consistent_written, z_true, z_band)});
 
+      // U9: variance against D, for two (sigma, r).
+      const std::vector<Eigen::Index> var_D = opt.quick ? std::vector<Eigen::Index>{1, 4, 16, 64}
+                                                        : std::vector<Eigen::Index>{1, 2, 4, 8, 16, 32, 64, 128, 256};
+      const int var_draws = opt.quick ? 500 : 4000;
+      const std::vector<KernelConfig> vconf = {{1.0, 1.0}, {2.0, 0.5}};
+      std::vector<Moments> vmom(vconf.size() * var_D.size());
+      parallel_trials(vmom.size(), [&](std::size_t i) {
+        const auto& c = vconf[i / var_D.size()];
+        Rng rng(derive_seed(opt.seed, 100 + i));
+        // The same pair for every D of a configuration: its own seed, so only D changes.
+        Rng pair_rng(derive_seed(opt.seed, 90 + i / var_D.size()));
+        const auto [x, y] = pair_at_distance(c.r, pair_rng);
+        vmom[i] = estimator_moments(x, y, c.sigma, var_D[i % var_D.size()], var_draws, rng);
+      });
+      CsvTable vt({real_col("sigma"), real_col("distance"), int_col("D"), int_col("draws"), real_col("variance"),
+                   real_col("D_times_variance")});
+      CsvTable vfit({real_col("sigma"), real_col("distance"), real_col("slope"), real_col("lower95"), real_col("upper95")});
+      double worst_slope_dev = 0;
+      std::string slopes;
+      for (std::size_t c = 0; c < vconf.size(); ++c) {
+        std::vector<double> x, y;
+        for (std::size_t j = 0; j < var_D.size(); ++j) {
+          const auto& m = vmom[c * var_D.size() + j];
+          vt.add_row({vconf[c].sigma, vconf[c].r, var_D[j], var_draws, m.variance,
+                      static_cast<double>(var_D[j]) * m.variance});
+          x.push_back(static_cast<double>(var_D[j]));
+          y.push_back(m.variance);
+        }
+        const PowerLawFit fit = fit_power_law(x, y);
+        vfit.add_row({vconf[c].sigma, vconf[c].r, fit.slope, fit.slope_interval.lower, fit.slope_interval.upper});
+        worst_slope_dev = std::max(worst_slope_dev, std::abs(fit.slope + 1));
+        slopes += fmt::format("{}sigma {:g}: {:.3f} [{:.3f}, {:.3f}]", slopes.empty() ? "" : "; ", vconf[c].sigma,
+                              fit.slope, fit.slope_interval.lower, fit.slope_interval.upper);
+      }
+      cli.write_table(vt, "rff_variance.csv");
+      cli.write_table(vfit, "rff_variance_fit.csv");
+      rows.push_back({"U9", kSource, worst_slope_dev <= kSlopeTolerance ? Verdict::holds : Verdict::fails,
+                      "largest |fitted exponent of Var[phi(x).phi(y)] vs D + 1|", worst_slope_dev, kSlopeTolerance,
+                      cli.evidence_path("rff_variance_fit.csv"),
+                      "fitted exponents " + slopes + " (iid features: Var = Var[cos(w.(x-y))] / D exactly)"});
+
+    }
     // U10: the factorisation of exp(x.y / sigma^2), on rows of the families' Q and K.
-    const Eigen::Index id_n = opt.quick ? 16 : 64;
-    const std::vector<Eigen::Index> id_d = {16, 64};
+    const Eigen::Index id_n = given.used() ? given.matrix("q").rows() : opt.quick ? 16 : 64;
+    const std::vector<Eigen::Index> id_d = given.used() ? std::vector<Eigen::Index>{given.matrix("q").cols()}
+                                                        : std::vector<Eigen::Index>{16, 64};
     struct IdConfig { std::string family; Eigen::Index d; };
     std::vector<IdConfig> iconf;
     for (const auto& f : families)
@@ -197,7 +205,7 @@ int main(int argc, char** argv) {
     std::vector<std::array<IdAggregate, 6>> iagg(iconf.size());  // 3 temperatures x {float, double}
     parallel_trials(iconf.size(), [&](std::size_t i) {
       Rng rng(derive_seed(opt.seed, 200 + i));
-      const AttentionInputs in = make_attention_inputs(iconf[i].family, id_n, iconf[i].d, rng);
+      const AttentionInputs in = given.attention_inputs_of(iconf[i].family, id_n, iconf[i].d, rng);
       const double dd = static_cast<double>(iconf[i].d);
       const std::array<double, 3> temps = {1.0, std::sqrt(dd), dd};
       for (std::size_t t = 0; t < 3; ++t)
@@ -230,7 +238,7 @@ int main(int argc, char** argv) {
           overflow_total += a.factor_overflow;
           pairs_total += a.pairs;
         }
-    it.write(cli.output_path("rff_identity.csv"));
+    cli.write_table(it, "rff_identity.csv");
     ClaimRow u10{"U10", kSource, Verdict::holds,
                  "largest scaled residual |exp(x.y/s2) - exp((|x|^2+|y|^2)/2s2) exp(-|x-y|^2/2s2)| / "
                  "((d+1)(1 + sum |exponents|) |lhs| eps), float and double",
@@ -249,10 +257,11 @@ int main(int argc, char** argv) {
     rows.push_back(u10);
 
     // U11: random feature attention against D, four variants, over the families.
-    const Eigen::Index an = opt.quick ? 64 : 256, ad = opt.quick ? 16 : 32;
+    const Eigen::Index an = given.used() ? given.matrix("q").rows() : opt.quick ? 64 : 256;
+    const Eigen::Index ad = given.used() ? given.matrix("q").cols() : opt.quick ? 16 : 32;
     const std::vector<Eigen::Index> att_D = opt.quick ? std::vector<Eigen::Index>{8, 32, 128}
                                                       : std::vector<Eigen::Index>{16, 64, 256, 1024};
-    const int trials = opt.quick ? 1 : 3;
+    const int trials = given.used() || opt.quick ? 1 : 3;
     const std::vector<std::string> methods = {"rff_report", "rff_as_written", "favor_iid", "favor_orthogonal"};
     struct AttConfig { std::string family; int trial; };
     std::vector<AttConfig> aconf;
@@ -262,7 +271,7 @@ int main(int argc, char** argv) {
     std::vector<double> aerr(aconf.size() * per);
     parallel_trials(aconf.size(), [&](std::size_t i) {
       Rng rng(derive_seed(opt.seed, 300 + i));
-      const AttentionInputs in = make_attention_inputs(aconf[i].family, an, ad, rng);
+      const AttentionInputs in = given.attention_inputs_of(aconf[i].family, an, ad, rng);
       const Eigen::MatrixXd exact = softmax_attention(in.q, in.k, in.v);
       const double tau = std::sqrt(static_cast<double>(ad));  // softmax's temperature: logits q.k / sqrt(d)
       for (std::size_t j = 0; j < att_D.size(); ++j) {
@@ -303,7 +312,7 @@ int main(int argc, char** argv) {
       for (std::size_t m = 0; m < methods.size(); ++m)
         for (std::size_t j = 0; j < att_D.size(); ++j)
           at.add_row({aconf[i].family, aconf[i].trial, an, ad, methods[m], att_D[j], aerr[i * per + m * att_D.size() + j]});
-    at.write(cli.output_path("rff_attention.csv"));
+    cli.write_table(at, "rff_attention.csv");
     const std::string dname = fmt::format("D = {}", att_D.back());
     const ApproximationVerdict v = judge_approximation(trends[0], kApproximationThreshold, dname);
     std::string others;
@@ -315,7 +324,7 @@ int main(int argc, char** argv) {
                     "largest relative Frobenius output error of the report's random Fourier attention at the largest D "
                     "(worst trial), over families",
                     v.observed, kApproximationThreshold, cli.evidence_path("rff_attention.csv"), v.note + others});
-    merge_into_ledger(cli.ledger_path(), rows);
+    cli.write_claims(rows);
     for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
   });
 }

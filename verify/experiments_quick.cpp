@@ -18,7 +18,8 @@ bool is_timing_table(const std::string& name) {
   return name.size() > 11 && name.compare(name.size() - 11, 11, "_timing.csv") == 0;
 }
 
-// Every table parses, has a header and rows of the header's width.
+// Every table parses, has a header and rows of the header's width; every evidence table
+// ends with the `inputs` column, "random" for our own draws.
 void check_tables(const ScratchDir& dir) {
   for (const auto& f : dir.files()) {
     INFO("file: " << f);
@@ -26,6 +27,9 @@ void check_tables(const ScratchDir& dir) {
     const auto rows = read_csv_file(dir.path() / f);
     REQUIRE(rows.size() >= 2);
     for (const auto& r : rows) CHECK(r.size() == rows[0].size());
+    if (f == "claims.csv") continue;
+    CHECK(rows[0].back() == "inputs");
+    for (std::size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].back() == "random");
   }
 }
 

@@ -91,3 +91,14 @@ TEST_CASE("the CSV parser handles quotes, empty fields and a missing final newli
   CHECK(rows[1] == std::vector<std::string>{"1", "2", "3"});
   CHECK_THROWS_AS(parse_csv("a,\"unterminated"), std::invalid_argument);
 }
+
+TEST_CASE("with_column appends a constant column to every row, quoted like any field") {
+  CsvTable t({text_col("a"), int_col("n")});
+  t.add_row({"x", 1});
+  t.add_row({"y", 2});
+  const CsvTable w = t.with_column(text_col("inputs"), "given: wq=a.npy, wk=b.npy");
+  CHECK(w.to_csv() == "a,n,inputs\nx,1,\"given: wq=a.npy, wk=b.npy\"\ny,2,\"given: wq=a.npy, wk=b.npy\"\n");
+  CHECK(t.columns().size() == 2);  // the original is untouched
+  CHECK_THROWS_AS(t.with_column(text_col("n"), "dup"), std::invalid_argument);
+  CHECK_THROWS_AS(t.with_column(int_col("m"), "text"), std::invalid_argument);
+}

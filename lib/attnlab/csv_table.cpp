@@ -32,39 +32,55 @@ CsvTable::CsvTable(std::vector<Column> columns) : columns_(std::move(columns)) {
   if (columns_.empty()) throw std::invalid_argument("CsvTable: a table needs at least one column");
 }
 
+namespace {
+
+// One cell in its column's format, after checking its type and finiteness.
+std::string format_cell(const Column& col, const Cell& cell) {
+  const auto& v = cell.value();
+  switch (col.type) {
+    case ColumnType::integer:
+      if (!std::holds_alternative<std::int64_t>(v))
+        throw std::invalid_argument("CsvTable: column '" + col.name + "' expects an integer");
+      return fmt::format("{}", std::get<std::int64_t>(v));
+    case ColumnType::real: {
+      double x;
+      if (std::holds_alternative<double>(v)) x = std::get<double>(v);
+      else if (std::holds_alternative<std::int64_t>(v)) x = static_cast<double>(std::get<std::int64_t>(v));
+      else throw std::invalid_argument("CsvTable: column '" + col.name + "' expects a number");
+      if (!std::isfinite(x) && !col.allow_nonfinite)
+        throw NonFiniteError(fmt::format("non-finite value {} in column '{}'", format_real(x), col.name));
+      return format_real(x);
+    }
+    case ColumnType::text:
+      if (!std::holds_alternative<std::string>(v))
+        throw std::invalid_argument("CsvTable: column '" + col.name + "' expects text");
+      return quote_field(std::get<std::string>(v));
+  }
+  return {};
+}
+
+}  // namespace
+
 void CsvTable::add_row(std::vector<Cell> row) {
   if (row.size() != columns_.size())
     throw std::invalid_argument(fmt::format("CsvTable: row has {} cells, header has {} columns",
                                             row.size(), columns_.size()));
   std::string line;
   for (std::size_t i = 0; i < row.size(); ++i) {
-    const Column& col = columns_[i];
-    const auto& v = row[i].value();
     if (i) line += ',';
-    switch (col.type) {
-      case ColumnType::integer:
-        if (!std::holds_alternative<std::int64_t>(v))
-          throw std::invalid_argument("CsvTable: column '" + col.name + "' expects an integer");
-        line += fmt::format("{}", std::get<std::int64_t>(v));
-        break;
-      case ColumnType::real: {
-        double x;
-        if (std::holds_alternative<double>(v)) x = std::get<double>(v);
-        else if (std::holds_alternative<std::int64_t>(v)) x = static_cast<double>(std::get<std::int64_t>(v));
-        else throw std::invalid_argument("CsvTable: column '" + col.name + "' expects a number");
-        if (!std::isfinite(x) && !col.allow_nonfinite)
-          throw NonFiniteError(fmt::format("non-finite value {} in column '{}'", format_real(x), col.name));
-        line += format_real(x);
-        break;
-      }
-      case ColumnType::text:
-        if (!std::holds_alternative<std::string>(v))
-          throw std::invalid_argument("CsvTable: column '" + col.name + "' expects text");
-        line += quote_field(std::get<std::string>(v));
-        break;
-    }
+    line += format_cell(columns_[i], row[i]);
   }
   rows_.push_back(std::move(line));
+}
+
+CsvTable CsvTable::with_column(Column column, const Cell& value) const {
+  const std::string field = format_cell(column, value);
+  for (const auto& c : columns_)
+    if (c.name == column.name) throw std::invalid_argument("CsvTable: column '" + column.name + "' exists already");
+  CsvTable out = *this;
+  out.columns_.push_back(std::move(column));
+  for (auto& r : out.rows_) r += ',' + field;
+  return out;
 }
 
 std::string CsvTable::header_line() const {

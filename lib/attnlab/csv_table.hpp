@@ -62,6 +62,10 @@ class CsvTable {
   // NonFiniteError on a NaN or infinity in a column that does not allow it.
   void add_row(std::vector<Cell> row);
 
+  // A copy with `column` appended, holding `value` in every row (a run's context, such
+  // as which inputs it used). Throws as add_row does, or on a name the table has already.
+  CsvTable with_column(Column column, const Cell& value) const;
+
   const std::vector<Column>& columns() const { return columns_; }
   std::size_t row_count() const { return rows_.size(); }
   std::string header_line() const;

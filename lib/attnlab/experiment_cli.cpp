@@ -1,4 +1,4 @@
-// The command line every experiment shares: --seed, --quick, --out, --threads.
+// The command line every experiment shares: --seed, --quick, --out, --threads, and given .npy inputs.
 #include "attnlab/experiment_cli.hpp"
 
 #include <Eigen/Core>
@@ -34,7 +34,7 @@ const CLI::Validator NonNegativeInteger(
     },
     "UINT");
 
-ExperimentCli::ExperimentCli(std::string name, std::string description)
+ExperimentCli::ExperimentCli(std::string name, std::string description, std::optional<GivenKind> given)
     : name_(std::move(name)), app_(std::move(description), name_) {
   app_.add_option("--seed", options_.seed, "base seed; trial seeds are derived from it")
       ->check(NonNegativeInteger)->capture_default_str();
@@ -42,6 +42,7 @@ ExperimentCli::ExperimentCli(std::string name, std::string description)
   app_.add_option("--out", options_.out, "output directory for tables and claims.csv")->capture_default_str();
   app_.add_option("--threads", options_.threads, "worker threads (default: all cores)")
       ->check(NonNegativeInteger & CLI::Range(1, 1024));
+  if (given) given_.emplace(app_, *given);
 }
 
 void ExperimentCli::parse(int argc, char** argv) {
@@ -56,9 +57,20 @@ void ExperimentCli::parse(int argc, char** argv) {
     std::exit(kExitUsage);
   }
   try {
+    if (given_) given_->load();
+  } catch (const GivenInputsError& e) {
+    fmt::print(stderr, "{}: {}\n", name_, e.what());
+    std::exit(kExitUsage);
+  }
+  try {
     ensure_writable_directory(options_.out);
   } catch (const OutputError& e) {
     fmt::print(stderr, "{}: --out: {}\n", name_, e.what());
+    std::exit(kExitUsage);
+  }
+  if (uses_given() && std::filesystem::exists(ledger_path())) {
+    fmt::print(stderr, "{}: --out: {} holds a claims ledger; write runs on given inputs to another directory\n", name_,
+               options_.out.string());
     std::exit(kExitUsage);
   }
   if (options_.threads == 0) options_.threads = omp_get_num_procs();
@@ -66,6 +78,19 @@ void ExperimentCli::parse(int argc, char** argv) {
   // Eigen's own GEMM threading chooses its blocking from the thread count, which
   // would change summation order with --threads; we parallelise across trials instead.
   Eigen::setNbThreads(1);
+}
+
+const GivenInputs& ExperimentCli::given() const {
+  if (!given_) throw std::logic_error(name_ + " takes no given inputs");
+  return *given_;
+}
+
+void ExperimentCli::write_table(const CsvTable& table, const std::string& file) const {
+  table.with_column(text_col("inputs"), inputs_label()).write(output_path(file));
+}
+
+void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
+  if (!uses_given()) merge_into_ledger(ledger_path(), rows);
 }
 
 std::filesystem::path ExperimentCli::output_path(const std::string& file) const { return options_.out / file; }

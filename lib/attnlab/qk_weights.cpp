@@ -1,6 +1,8 @@
 // Named families of query/key weight pairs (W_Q, W_K) for the seed-000 claims.
 #include "attnlab/qk_weights.hpp"
 
+#include "attnlab/given_inputs.hpp"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -18,8 +20,10 @@ const std::vector<QkFamily>& qk_weight_families() {
 }
 
 const std::string& qk_family_description(const std::string& family) {
+  static const std::string given = "the given weights";
   for (const auto& f : qk_weight_families())
     if (f.name == family) return f.description;
+  if (family == kGivenFamily) return given;
   throw std::invalid_argument("unknown weight family '" + family + "'");
 }
 

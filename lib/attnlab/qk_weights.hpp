@@ -27,7 +27,7 @@ struct QkFamily {
 //   large_norm       gaussian scaled by 1e3: scores of order 1e6
 const std::vector<QkFamily>& qk_weight_families();
 
-// The description of a family by name; throws std::invalid_argument for an unknown one.
+// The description of a family by name ("given" for the user's weights, see given_inputs.hpp); throws std::invalid_argument for an unknown one.
 const std::string& qk_family_description(const std::string& family);
 
 QkWeights make_qk_weights(const std::string& family, Eigen::Index d, Eigen::Index dk, Rng& rng);

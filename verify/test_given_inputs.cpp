@@ -1,0 +1,127 @@
+// The user's own matrices (issue 7): experiments run on given .npy inputs, say so in every table's
+// `inputs` column, leave the ledger alone, and refuse incomplete, inconsistent or malformed inputs.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "attnlab/csv_table.hpp"
+#include "attnlab/npy.hpp"
+#include "attnlab/rng.hpp"
+#include "support.hpp"
+
+using namespace attnlab;
+using attnlab::testing::run_binary;
+using attnlab::testing::ScratchDir;
+
+namespace {
+
+// Small inputs of every kind, written with the library's writer into `dir`.
+void write_inputs(const std::filesystem::path& dir) {
+  Rng rng(11);
+  const auto put = [&](const char* name, const Eigen::MatrixXd& m) { write_npy(dir / name, to_npy<double>(m)); };
+  put("wq.npy", gaussian_matrix(6, 2, rng));
+  put("wk.npy", gaussian_matrix(6, 2, rng));
+  put("x.npy", gaussian_matrix(5, 6, rng));
+  put("q.npy", gaussian_matrix(12, 4, rng));
+  put("k.npy", gaussian_matrix(12, 4, rng));
+  put("v.npy", gaussian_matrix(12, 3, rng));
+  put("xr.npy", gaussian_matrix(8, 4, rng));
+  put("b.npy", gaussian_matrix(8, 8, rng));
+  put("wk_short.npy", gaussian_matrix(5, 2, rng));
+  put("k_wide.npy", gaussian_matrix(12, 5, rng));
+  std::ofstream(dir / "bad.npy") << "\x93NUMPY\x01\x00garbage";
+}
+
+std::string p(const ScratchDir& d, const char* name) { return (d.path() / name).string(); }
+
+// Runs `name` on given inputs into a fresh directory and checks every table's last column.
+void check_given_run(const std::string& name, const std::vector<std::string>& flags,
+                     const std::string& label) {
+  INFO("experiment: " << name);
+  ScratchDir out;
+  std::vector<std::string> args = {"--quick", "--seed", "5", "--threads", "2", "--out", out.path().string()};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const auto r = run_binary(name, args);
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  const auto files = out.files();
+  CHECK(!files.empty());
+  CHECK(std::find(files.begin(), files.end(), "claims.csv") == files.end());  // user data changes no verdict
+  for (const auto& f : files) {
+    INFO("table: " << f);
+    const auto rows = read_csv_file(out.path() / f);
+    REQUIRE(rows.size() >= 2);
+    CHECK(rows[0].back() == "inputs");
+    for (std::size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].back() == label);
+  }
+}
+
+// One line, exit status 2, naming the experiment and `needle`, and nothing written.
+void check_refused(const std::string& name, std::vector<std::string> args, const std::string& needle) {
+  ScratchDir out;
+  args.insert(args.end(), {"--quick", "--out", (out.path() / "o").string()});
+  const auto r = run_binary(name, args);
+  INFO(name << ": " << r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(r.output.find(name) == 0);
+  CHECK(r.output.find(needle) != std::string::npos);
+  CHECK(!std::filesystem::exists(out.path() / "o"));
+}
+
+}  // namespace
+
+TEST_CASE("experiments run on given .npy inputs, label every table and write no ledger") {
+  ScratchDir in;
+  write_inputs(in.path());
+  const std::vector<std::string> qk = {"--wq", p(in, "wq.npy"), "--wk", p(in, "wk.npy")};
+  std::vector<std::string> qkx = qk;
+  qkx.insert(qkx.end(), {"--x", p(in, "x.npy")});
+  const std::string qk_label = "given: wq=" + p(in, "wq.npy") + ", wk=" + p(in, "wk.npy");
+  const std::string qkx_label = qk_label + ", x=" + p(in, "x.npy");
+  for (const char* name : {"exp_qk_identities", "exp_qk_precision", "exp_param_growth"})
+    check_given_run(name, qkx, qkx_label);
+  for (const char* name : {"exp_qk_spectrum", "exp_qk_eigen_cost", "exp_qk_attention_cost"})
+    check_given_run(name, qk, qk_label);
+  const std::vector<std::string> att = {"--q", p(in, "q.npy"), "--k", p(in, "k.npy"), "--v", p(in, "v.npy")};
+  const std::string att_label = "given: q=" + p(in, "q.npy") + ", k=" + p(in, "k.npy") + ", v=" + p(in, "v.npy");
+  for (const char* name : {"exp_linear_attention", "exp_nystrom", "exp_random_features", "exp_linformer_theorems",
+                           "exp_linformer_rank"})
+    check_given_run(name, att, att_label);
+  check_given_run("exp_lowrank_regression", {"--x", p(in, "xr.npy"), "--b", p(in, "b.npy")},
+                  "given: x=" + p(in, "xr.npy") + ", b=" + p(in, "b.npy"));
+}
+
+TEST_CASE("incomplete, inconsistent or malformed given inputs are usage errors") {
+  ScratchDir in;
+  write_inputs(in.path());
+  check_refused("exp_qk_identities", {"--wq", p(in, "wq.npy")}, "--wk");
+  check_refused("exp_qk_identities", {"--wk", p(in, "wk.npy"), "--x", p(in, "x.npy")}, "--wq");
+  check_refused("exp_qk_spectrum", {"--wq", p(in, "wq.npy"), "--wk", p(in, "wk_short.npy")}, "wk_short.npy");
+  check_refused("exp_qk_identities", {"--wq", p(in, "wq.npy"), "--wk", p(in, "wk.npy"), "--x", p(in, "q.npy")},
+                "q.npy");
+  check_refused("exp_qk_spectrum", {"--wq", p(in, "x.npy"), "--wk", p(in, "x.npy")}, "d_k > d");
+  check_refused("exp_nystrom", {"--q", p(in, "q.npy"), "--k", p(in, "k_wide.npy"), "--v", p(in, "v.npy")},
+                "k_wide.npy");
+  check_refused("exp_nystrom", {"--q", p(in, "q.npy"), "--k", p(in, "k.npy"), "--v", p(in, "b.npy")}, "b.npy");
+  check_refused("exp_nystrom", {"--q", p(in, "q.npy"), "--k", p(in, "k.npy")}, "--v");
+  check_refused("exp_lowrank_regression", {"--x", p(in, "xr.npy"), "--b", p(in, "bad.npy")}, "bad.npy");
+  check_refused("exp_lowrank_regression", {"--x", p(in, "xr.npy"), "--b", p(in, "absent.npy")}, "absent.npy");
+  check_refused("exp_lowrank_regression", {"--x", p(in, "xr.npy"), "--b", p(in, "v.npy")}, "v.npy");
+  // Experiments that take no matrices have no such flags.
+  check_refused("exp_qk_merge", {"--wq", p(in, "wq.npy"), "--wk", p(in, "wk.npy")}, "--wq");
+}
+
+TEST_CASE("a run on given inputs refuses an --out that holds the claims ledger") {
+  ScratchDir in, out;
+  write_inputs(in.path());
+  std::ofstream(out.path() / "claims.csv") << "id,source,verdict,metric,observed,threshold,evidence,note\n";
+  const auto r = run_binary("exp_qk_spectrum",
+                            {"--quick", "--wq", p(in, "wq.npy"), "--wk", p(in, "wk.npy"), "--out", out.path().string()});
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(r.output.find("claims") != std::string::npos);
+  CHECK(out.files() == std::vector<std::string>{"claims.csv"});
+}
