@@ -325,6 +325,7 @@ int main(int argc, char** argv) {
                     "(worst trial), over families",
                     v.observed, kApproximationThreshold, cli.evidence_path("rff_attention.csv"), v.note + others});
     cli.write_claims(rows);
-    for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
+    if (!cli.uses_given())  // on given inputs the tables are the report; no verdict is formed
+      for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
   });
 }

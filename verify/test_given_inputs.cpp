@@ -35,25 +35,31 @@ void write_inputs(const std::filesystem::path& dir) {
 
 std::string p(const ScratchDir& d, const char* name) { return (d.path() / name).string(); }
 
-// Runs `name` on given inputs into a fresh directory and checks every table's last column.
-void check_given_run(const std::string& name, const std::vector<std::string>& flags,
-                     const std::string& label) {
+// Runs `name` on given inputs with 1 and 2 threads: every table ends with the `inputs` column
+// holding `label`, no ledger appears, and the tables other than timings are identical.
+void check_given_run(const std::string& name, const std::vector<std::string>& flags, const std::string& label) {
   INFO("experiment: " << name);
-  ScratchDir out;
-  std::vector<std::string> args = {"--quick", "--seed", "5", "--threads", "2", "--out", out.path().string()};
-  args.insert(args.end(), flags.begin(), flags.end());
-  const auto r = run_binary(name, args);
-  INFO(r.output);
-  REQUIRE(r.exit_status == 0);
-  const auto files = out.files();
+  ScratchDir one, two;
+  for (const ScratchDir* out : {&one, &two}) {
+    std::vector<std::string> args = {"--quick", "--seed", "5", "--threads", out == &one ? "1" : "2",
+                                     "--out", out->path().string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_binary(name, args);
+    INFO(r.output);
+    REQUIRE(r.exit_status == 0);
+  }
+  const auto files = one.files();
   CHECK(!files.empty());
+  CHECK(files == two.files());
   CHECK(std::find(files.begin(), files.end(), "claims.csv") == files.end());  // user data changes no verdict
   for (const auto& f : files) {
     INFO("table: " << f);
-    const auto rows = read_csv_file(out.path() / f);
+    const auto rows = read_csv_file(one.path() / f);
     REQUIRE(rows.size() >= 2);
     CHECK(rows[0].back() == "inputs");
     for (std::size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].back() == label);
+    if (!f.ends_with("_timing.csv"))
+      CHECK(attnlab::testing::read_text(one.path() / f) == attnlab::testing::read_text(two.path() / f));
   }
 }
 
