@@ -8,6 +8,7 @@
 #include "attnlab/attention_inputs.hpp"
 #include "attnlab/csv_table.hpp"
 #include "attnlab/experiment_cli.hpp"
+#include "attnlab/parallel_trials.hpp"
 #include "attnlab/ledger.hpp"
 #include "attnlab/linformer.hpp"
 #include "attnlab/numerical_rank.hpp"
@@ -77,13 +78,12 @@ int main(int argc, char** argv) {
     for (std::size_t f = 0; f < families.size(); ++f)
       for (Eigen::Index l : sw.rank_l)
         for (Eigen::Index d : sw.rank_d) cases.push_back({f, l, d});
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t i = 0; i < cases.size(); ++i) {
+    parallel_trials(cases.size(), [&](std::size_t i) {
       Rng rng(derive_seed(seed, i));
       const auto in = given.attention_inputs_of(families[cases[i].family], cases[i].l, cases[i].d, rng);
       cases[i].rank_double = rank_of_scores<double>(in);
       cases[i].rank_float = rank_of_scores<float>(in);
-    }
+    });
     CsvTable l1({text_col("family"), int_col("L"), int_col("d_k"), int_col("bound_min_L_dk"), int_col("rank_double"),
                  int_col("rank_float")});
     Eigen::Index worst_excess = -1000000;
@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
     };
     std::vector<L3Result> res(static_cast<std::size_t>(nf * nl));
     // Longest L first: the expensive references start early and the short ones fill the gaps.
-#pragma omp parallel for schedule(dynamic)
-    for (Eigen::Index j = 0; j < nf * nl; ++j) {
+    parallel_trials(static_cast<std::size_t>(nf * nl), [&](std::size_t trial) {
+      const auto j = static_cast<Eigen::Index>(trial);
       const Eigen::Index i = (j % nf) * nl + (nl - 1 - j / nf);
       const Eigen::Index l = sw.lengths[static_cast<std::size_t>(i % nl)];
       Rng rng(derive_seed(seed, 1000000 + static_cast<std::uint64_t>(i)));
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       r.shared = rel_error(
           linformer_attention(in.q, in.k, in.v, gaussian_projections(l, sw.k, ProjectionSharing::shared, rng)), exact);
       r.segment = rel_error(linformer_attention(in.q, in.k, in.v, segment_mean_projections(l, sw.k)), exact);
-    }
+    });
     CsvTable l3({text_col("family"), int_col("L"), int_col("k"), int_col("d"), real_col("uniform_baseline_error"),
                  real_col("gaussian_separate_mean_error"), real_col("gaussian_separate_max_error"),
                  real_col("gaussian_shared_error"), real_col("segment_mean_error"), text_col("gaussian_useful"),

@@ -9,6 +9,7 @@
 #include "attnlab/attention_inputs.hpp"
 #include "attnlab/csv_table.hpp"
 #include "attnlab/experiment_cli.hpp"
+#include "attnlab/parallel_trials.hpp"
 #include "attnlab/ledger.hpp"
 #include "attnlab/linformer.hpp"
 #include "attnlab/statistics.hpp"
@@ -62,14 +63,16 @@ Sweep make_sweep(bool quick) {
 Eigen::Index grid_k(int j) { return static_cast<Eigen::Index>(std::llround(std::pow(2.0, j / 2.0))); }
 
 // Theorem 1 as stated: k = 5 log n / (eps^2 - eps^3), natural log.
+// At least one row: the formula gives 0 at n = 1 (a given input can be that short).
 Eigen::Index theorem1_k(Eigen::Index n, double eps) {
-  return static_cast<Eigen::Index>(std::ceil(5.0 * std::log(static_cast<double>(n)) / (eps * eps - eps * eps * eps)));
+  return std::max<Eigen::Index>(
+      1, static_cast<Eigen::Index>(std::ceil(5.0 * std::log(static_cast<double>(n)) / (eps * eps - eps * eps * eps))));
 }
 
 // Theorem 2 as stated: k = 9 d log d / eps^2, natural log.
 Eigen::Index theorem2_k(Eigen::Index d, double eps) {
-  const double dd = static_cast<double>(d);
-  return static_cast<Eigen::Index>(std::ceil(9.0 * dd * std::log(dd) / (eps * eps)));
+  const double dd = static_cast<double>(d);  // at least one row: the formula gives 0 at d = 1
+  return std::max<Eigen::Index>(1, static_cast<Eigen::Index>(std::ceil(9.0 * dd * std::log(dd) / (eps * eps))));
 }
 
 // One family at one n: P, V and P V, shared by every eps and k.
@@ -163,34 +166,34 @@ int main(int argc, char** argv) {
 
     // ---- U4, U5: Theorem 1 ----
     std::vector<Problem> problems(static_cast<std::size_t>(nf * nn));
-#pragma omp parallel for schedule(dynamic)
-    for (Eigen::Index i = 0; i < nf * nn; ++i) {
+    parallel_trials(static_cast<std::size_t>(nf * nn), [&](std::size_t trial) {
+      const auto i = static_cast<Eigen::Index>(trial);
       Rng rng(derive_seed(seed, static_cast<std::uint64_t>(i)));
       const auto in = given.attention_inputs_of(families[static_cast<std::size_t>(i / nn)], sw.n[static_cast<std::size_t>(i % nn)], sw.d, rng);
       auto& pr = problems[static_cast<std::size_t>(i)];
       pr.p = context_mapping_matrix(in.q, in.k);
       pr.v = in.v;
       pr.pv = pr.p * pr.v;
-    }
+    });
     struct T1 {
       std::size_t successes = 0;
       KNeeded needed;
     };
     std::vector<T1> t1(static_cast<std::size_t>(nf * nn * ne));
-#pragma omp parallel for schedule(dynamic)
-    for (Eigen::Index i = 0; i < nf * nn * ne; ++i) {
+    parallel_trials(static_cast<std::size_t>(nf * nn * ne), [&](std::size_t trial) {
+      const auto i = static_cast<Eigen::Index>(trial);
       const auto& pr = problems[static_cast<std::size_t>(i / ne)];
       const double eps = sw.eps[static_cast<std::size_t>(i % ne)];
       const std::uint64_t s = derive_seed(seed, 1000000 + static_cast<std::uint64_t>(i));
       const Eigen::Index n = pr.p.rows();
       t1[static_cast<std::size_t>(i)].successes = theorem1_successes(pr, theorem1_k(n, eps), eps, sw.trials, derive_seed(s, 0));
       t1[static_cast<std::size_t>(i)].needed = theorem1_k_needed(pr, eps, sw.trials, derive_seed(s, 1));
-    }
+    });
     // The SVD reference: the smallest rank any P~ truncation needs, at each eps.
     const auto nsvd = static_cast<Eigen::Index>(sw.svd_n.size());
     std::vector<std::vector<Eigen::Index>> svd_rank(static_cast<std::size_t>(nf * nsvd));
-#pragma omp parallel for schedule(dynamic)
-    for (Eigen::Index i = 0; i < nf * nsvd; ++i) {
+    parallel_trials(static_cast<std::size_t>(nf * nsvd), [&](std::size_t trial) {
+      const auto i = static_cast<Eigen::Index>(trial);
       const Eigen::Index fi = i / nsvd, n = sw.svd_n[static_cast<std::size_t>(i % nsvd)];
       const auto ni = std::find(sw.n.begin(), sw.n.end(), n) - sw.n.begin();
       Rng rng(derive_seed(seed, static_cast<std::uint64_t>(fi * nn + ni)));  // the same inputs as above
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
       if (!(best.reconstruction_ratio() < 30))
         throw std::runtime_error(fmt::format("SVD of P failed its backward-error check (ratio {})", best.reconstruction_ratio()));
       for (double eps : sw.eps) svd_rank[static_cast<std::size_t>(i)].push_back(best_rank_needed(best, eps));
-    }
+    });
 
     CsvTable u4({text_col("family"), int_col("n"), int_col("d"), real_col("eps"), int_col("k_stated"),
                  text_col("k_stated_below_n"), int_col("trials"), int_col("successes"), real_col("success_rate"),
@@ -321,8 +324,7 @@ int main(int argc, char** argv) {
       std::vector<double> mean_error, row_success;        // [k], row_success at the bound's eps or the largest eps
     };
     std::vector<U6Result> u6r(configs.size());
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t ci = 0; ci < configs.size(); ++ci) {
+    parallel_trials(configs.size(), [&](std::size_t ci) {
       const auto& c = configs[ci];
       Rng rng(derive_seed(seed, 2000000 + ci));
       const auto in = given.attention_inputs_of(families[c.family], c.n, c.d, rng);
@@ -353,7 +355,7 @@ int main(int argc, char** argv) {
             if (err(row) < sw.u6_eps[ei]) ++res.successes[ki][ei];
         }
       }
-    }
+    });
     CsvTable u6({text_col("family"), int_col("n"), int_col("d"), int_col("k"), text_col("k_is_bound"),
                  real_col("bound_eps"), real_col("eps"), int_col("trials"), int_col("successes"),
                  real_col("success_rate"), real_col("ci_low"), real_col("ci_high"), real_col("mean_normalised_error"),

@@ -12,6 +12,7 @@
 #include "attnlab/attention_params.hpp"
 #include "attnlab/csv_table.hpp"
 #include "attnlab/experiment_cli.hpp"
+#include "attnlab/parallel_trials.hpp"
 #include "attnlab/ledger.hpp"
 #include "attnlab/residual_ratio.hpp"
 #include "attnlab/rng.hpp"
@@ -177,14 +178,13 @@ int main(int argc, char** argv) {
     }
     std::vector<BiasResult> bias(trials.size());
     std::vector<GrowthResult> grow(trials.size());
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t i = 0; i < trials.size(); ++i) {
+    parallel_trials(trials.size(), [&](std::size_t i) {
       Rng rng(derive_seed(seed, i));
       const auto& t = trials[i];
       if (!given.used())
         bias[i] = t.single ? bias_augmentation<float>(t.n, t.d, 5, rng) : bias_augmentation<double>(t.n, t.d, 5, rng);
       grow[i] = t.single ? growth<float>(t.n, t.growth_d, k, p, rng, given) : growth<double>(t.n, t.growth_d, k, p, rng, given);
-    }
+    });
     CsvTable bias_table({int_col("n"), int_col("d"), text_col("precision"), real_col("ratio"), text_col("bitwise")});
     CsvTable grow_table({int_col("n"), int_col("d"), int_col("d_k"), int_col("p"), text_col("precision"),
                          real_col("product_ratio"), text_col("product_bitwise"), real_col("bias_product_ratio"), real_col("rescaled_score_change"),
