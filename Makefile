@@ -75,9 +75,9 @@ quick: build
 # New inputs it finds accumulate in $(FUZZ_BUILD)/corpus; the committed seeds (fuzz/corpus) stay as they are.
 FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -fno-omit-frame-pointer -fno-fast-math -ffp-contract=off -Wall -Wextra -Ilib -isystem /usr/include/eigen3
-FUZZ_SOURCES := fuzz/npy_fuzz.cpp lib/attnlab/npy.cpp lib/attnlab/atomic_file.cpp
+FUZZ_SOURCES := fuzz/npy_fuzz.cpp lib/attnlab/io/npy.cpp lib/attnlab/io/atomic_file.cpp
 
-$(FUZZ_BUILD)/npy_fuzz: $(FUZZ_SOURCES) lib/attnlab/npy.hpp lib/attnlab/atomic_file.hpp
+$(FUZZ_BUILD)/npy_fuzz: $(FUZZ_SOURCES) lib/attnlab/io/npy.hpp lib/attnlab/io/atomic_file.hpp
 	@mkdir -p $(FUZZ_BUILD)
 	clang++ $(FUZZ_CXXFLAGS) $(FUZZ_SOURCES) -lfmt -o $@
 

@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/atomic_file.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/linear_attention.hpp"
-#include "attnlab/linformer.hpp"
-#include "attnlab/npy.hpp"
-#include "attnlab/nystrom.hpp"
-#include "attnlab/random_features.hpp"
-#include "attnlab/softmax_attention.hpp"
-#include "attnlab/streaming_attention.hpp"
+#include "attnlab/io/atomic_file.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/attention/linear_attention.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/io/npy.hpp"
+#include "attnlab/attention/nystrom.hpp"
+#include "attnlab/attention/random_features.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
+#include "attnlab/attention/streaming_attention.hpp"
 
 namespace {
 

@@ -8,18 +8,18 @@
 #include <functional>
 #include <sstream>
 
-#include "attnlab/attention_cost.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/fast_attention.hpp"
-#include "attnlab/fused_attention.hpp"
-#include "attnlab/iterative_pinv.hpp"
-#include "attnlab/linformer.hpp"
-#include "attnlab/peak_rss.hpp"
-#include "attnlab/progress.hpp"
-#include "attnlab/rng.hpp"
-#include "attnlab/subprocess.hpp"
-#include "attnlab/timing.hpp"
+#include "attnlab/attention/attention_cost.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/attention/fast_attention.hpp"
+#include "attnlab/attention/fused_attention.hpp"
+#include "attnlab/linalg/iterative_pinv.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/lab/peak_rss.hpp"
+#include "attnlab/lab/progress.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/lab/subprocess.hpp"
+#include "attnlab/lab/timing.hpp"
 
 using namespace attnlab;
 

@@ -2,12 +2,12 @@
 // the formed S_w, at d = 4096, d_k = 64 in float; both checked by their residuals.
 #include <fmt/format.h>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/qk_split.hpp"
-#include "attnlab/rng.hpp"
-#include "attnlab/sym_eigen.hpp"
-#include "attnlab/timing.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/qk/sym_eigen.hpp"
+#include "attnlab/lab/timing.hpp"
 
 using namespace attnlab;
 

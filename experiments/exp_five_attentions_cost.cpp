@@ -3,20 +3,20 @@
 
 #include <functional>
 
-#include "attnlab/attention_cost.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/head_stack.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/linear_attention.hpp"
-#include "attnlab/linformer.hpp"
-#include "attnlab/nystrom.hpp"
-#include "attnlab/progress.hpp"
-#include "attnlab/random_features.hpp"
-#include "attnlab/softmax_attention.hpp"
-#include "attnlab/statistics.hpp"
-#include "attnlab/timing.hpp"
-#include "attnlab/verdict.hpp"
+#include "attnlab/attention/attention_cost.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/core/head_stack.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/attention/linear_attention.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/attention/nystrom.hpp"
+#include "attnlab/lab/progress.hpp"
+#include "attnlab/attention/random_features.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
+#include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 

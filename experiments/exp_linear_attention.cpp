@@ -6,19 +6,19 @@
 #include <cmath>
 #include <limits>
 
-#include "attnlab/attention_cost.hpp"
-#include "attnlab/attention_error.hpp"
-#include "attnlab/attention_inputs.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/family_option.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/linear_attention.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/softmax_attention.hpp"
-#include "attnlab/statistics.hpp"
-#include "attnlab/timing.hpp"
+#include "attnlab/attention/attention_cost.hpp"
+#include "attnlab/attention/attention_error.hpp"
+#include "attnlab/lab/attention_inputs.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/family_option.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/attention/linear_attention.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
+#include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/timing.hpp"
 
 using namespace attnlab;
 

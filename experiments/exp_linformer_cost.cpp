@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/linformer.hpp"
-#include "attnlab/peak_rss.hpp"
-#include "attnlab/statistics.hpp"
-#include "attnlab/timing.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/lab/peak_rss.hpp"
+#include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/timing.hpp"
 
 using namespace attnlab;
 

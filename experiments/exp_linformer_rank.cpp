@@ -5,14 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/attention_inputs.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/linformer.hpp"
-#include "attnlab/numerical_rank.hpp"
-#include "attnlab/statistics.hpp"
+#include "attnlab/lab/attention_inputs.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/linalg/numerical_rank.hpp"
+#include "attnlab/lab/statistics.hpp"
 
 using namespace attnlab;
 

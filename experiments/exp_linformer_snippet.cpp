@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/linformer_snippet.hpp"
-#include "attnlab/multihead_layer.hpp"
-#include "attnlab/residual_ratio.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/attention/linformer_snippet.hpp"
+#include "attnlab/attention/multihead_layer.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
 
 using namespace attnlab;
 

@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/attention_loss.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/pseudoinverse.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/rng.hpp"
-#include "attnlab/weighted_lowrank.hpp"
+#include "attnlab/theory/attention_loss.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/linalg/pseudoinverse.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/theory/weighted_lowrank.hpp"
 
 using namespace attnlab;
 

@@ -6,19 +6,19 @@
 #include <cmath>
 #include <limits>
 
-#include "attnlab/approximation_verdict.hpp"
-#include "attnlab/attention_error.hpp"
-#include "attnlab/attention_inputs.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/family_option.hpp"
-#include "attnlab/iterative_pinv.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/nystrom.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/pseudoinverse.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/softmax_attention.hpp"
+#include "attnlab/lab/approximation_verdict.hpp"
+#include "attnlab/attention/attention_error.hpp"
+#include "attnlab/lab/attention_inputs.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/family_option.hpp"
+#include "attnlab/linalg/iterative_pinv.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/attention/nystrom.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/linalg/pseudoinverse.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
 
 using namespace attnlab;
 

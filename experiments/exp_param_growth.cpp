@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/attention_loss.hpp"
-#include "attnlab/attention_params.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/theory/attention_loss.hpp"
+#include "attnlab/theory/attention_params.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/core/rng.hpp"
 
 using namespace attnlab;
 

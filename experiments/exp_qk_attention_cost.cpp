@@ -1,14 +1,14 @@
 // R8: does the reparameterization make evaluating attention linear in n? Counts and timings.
 #include <fmt/format.h>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/progress.hpp"
-#include "attnlab/qk_weights.hpp"
-#include "attnlab/reparameterized_attention.hpp"
-#include "attnlab/statistics.hpp"
-#include "attnlab/timing.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/progress.hpp"
+#include "attnlab/lab/qk_weights.hpp"
+#include "attnlab/qk/reparameterized_attention.hpp"
+#include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/timing.hpp"
 
 using namespace attnlab;
 

@@ -3,15 +3,15 @@
 
 #include <set>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/qk_weights.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/statistics.hpp"
-#include "attnlab/sym_eigen.hpp"
-#include "attnlab/timing.hpp"
-#include "attnlab/verdict.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/lab/qk_weights.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/lab/statistics.hpp"
+#include "attnlab/qk/sym_eigen.hpp"
+#include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 

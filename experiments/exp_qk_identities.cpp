@@ -1,13 +1,13 @@
 // R1, R3, R4, R11: the exact identities of seed 000 as scaled residuals, float and double.
 #include <fmt/format.h>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/qk_weights.hpp"
-#include "attnlab/reparameterized_attention.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/verdict.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/lab/qk_weights.hpp"
+#include "attnlab/qk/reparameterized_attention.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 

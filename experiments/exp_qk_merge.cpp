@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/attention_params.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/progress.hpp"
-#include "attnlab/qk_merge.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/rng.hpp"
-#include "attnlab/timing.hpp"
+#include "attnlab/theory/attention_params.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/progress.hpp"
+#include "attnlab/qk/qk_merge.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/lab/timing.hpp"
 
 using namespace attnlab;
 

@@ -1,14 +1,14 @@
 // R9: how much rounding the eigen-decomposition route adds to attention scores, float and double.
 #include <fmt/format.h>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/qk_weights.hpp"
-#include "attnlab/reparameterized_attention.hpp"
-#include "attnlab/rng.hpp"
-#include "attnlab/statistics.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/lab/qk_weights.hpp"
+#include "attnlab/qk/reparameterized_attention.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/lab/statistics.hpp"
 
 using namespace attnlab;
 

@@ -1,14 +1,14 @@
 // R2, R5, R6, R10: the rank and spectrum of W_Q W_K^T and S_w, float and double.
 #include <fmt/format.h>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/numerical_rank.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/qk_weights.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/sym_eigen.hpp"
-#include "attnlab/verdict.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/linalg/numerical_rank.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/lab/qk_weights.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/qk/sym_eigen.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 

@@ -6,18 +6,18 @@
 #include <cmath>
 #include <limits>
 
-#include "attnlab/approximation_verdict.hpp"
-#include "attnlab/attention_error.hpp"
-#include "attnlab/attention_inputs.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/family_option.hpp"
-#include "attnlab/ledger.hpp"
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/random_features.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/softmax_attention.hpp"
-#include "attnlab/statistics.hpp"
+#include "attnlab/lab/approximation_verdict.hpp"
+#include "attnlab/attention/attention_error.hpp"
+#include "attnlab/lab/attention_inputs.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/family_option.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/attention/random_features.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
+#include "attnlab/lab/statistics.hpp"
 
 using namespace attnlab;
 

@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "attnlab/npy.hpp"
+#include "attnlab/io/npy.hpp"
 
 namespace {
 

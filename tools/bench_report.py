@@ -177,7 +177,7 @@ def main():
           "do not edit by hand.", "",
           f"float, {first['threads']} threads, median of {first['repeats']} runs after a warm-up. sgemm ceiling measured in the same run: "
           f"Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS {float(first['openblas_gemm_gflops']):.1f} GFLOP/s. "
-          "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention_cost.hpp) over the median time; "
+          "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
           "peak MiB is the resident memory the configuration added (inputs, workspace, outputs).", "",
           "## Targets (issue 6)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
     md += targets(ours, torch, r7)

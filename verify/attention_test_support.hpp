@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/attention_inputs.hpp"
-#include "attnlab/qk_split.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/lab/attention_inputs.hpp"
+#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/rng.hpp"
 
 namespace attnlab::testing {
 

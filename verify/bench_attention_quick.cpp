@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "attnlab/csv_table.hpp"
+#include "attnlab/io/csv_table.hpp"
 #include "support.hpp"
 
 using namespace attnlab;

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/ledger.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/ledger.hpp"
 #include "support.hpp"
 
 using namespace attnlab;

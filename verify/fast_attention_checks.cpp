@@ -6,11 +6,11 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
-#include "attnlab/fast_attention.hpp"
-#include "attnlab/iterative_pinv.hpp"
-#include "attnlab/linear_attention.hpp"
-#include "attnlab/linformer.hpp"
-#include "attnlab/nystrom.hpp"
+#include "attnlab/attention/fast_attention.hpp"
+#include "attnlab/linalg/iterative_pinv.hpp"
+#include "attnlab/attention/linear_attention.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/attention/nystrom.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;

@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
-#include "attnlab/fused_attention.hpp"
-#include "attnlab/softmax_attention.hpp"
+#include "attnlab/attention/fused_attention.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;

@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
-#include "attnlab/linear_attention.hpp"
-#include "attnlab/residual_ratio.hpp"
+#include "attnlab/attention/linear_attention.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;

@@ -5,9 +5,9 @@
 #include <limits>
 #include <string>
 
-#include "attnlab/linformer.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/softmax.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/core/softmax.hpp"
 
 using namespace attnlab;
 

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "attnlab/linformer_snippet.hpp"
-#include "attnlab/multihead_layer.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/softmax.hpp"
+#include "attnlab/attention/linformer_snippet.hpp"
+#include "attnlab/attention/multihead_layer.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/core/softmax.hpp"
 
 using namespace attnlab;
 

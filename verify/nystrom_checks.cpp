@@ -5,10 +5,10 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
-#include "attnlab/iterative_pinv.hpp"
-#include "attnlab/nystrom.hpp"
-#include "attnlab/pseudoinverse.hpp"
-#include "attnlab/softmax_attention.hpp"
+#include "attnlab/linalg/iterative_pinv.hpp"
+#include "attnlab/attention/nystrom.hpp"
+#include "attnlab/linalg/pseudoinverse.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;

@@ -5,8 +5,8 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
-#include "attnlab/linear_attention.hpp"
-#include "attnlab/random_features.hpp"
+#include "attnlab/attention/linear_attention.hpp"
+#include "attnlab/attention/random_features.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;

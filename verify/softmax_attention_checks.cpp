@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
-#include "attnlab/softmax_attention.hpp"
-#include "attnlab/streaming_attention.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
+#include "attnlab/attention/streaming_attention.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;

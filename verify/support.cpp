@@ -1,7 +1,7 @@
 // Helpers shared by the checks: scratch directories and running executables.
 #include "support.hpp"
 
-#include "attnlab/subprocess.hpp"
+#include "attnlab/lab/subprocess.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // Checks of the named attention input families.
 #include <doctest/doctest.h>
 
-#include "attnlab/attention_inputs.hpp"
+#include "attnlab/lab/attention_inputs.hpp"
 
 using namespace attnlab;
 

@@ -4,10 +4,10 @@
 
 #include <limits>
 
-#include "attnlab/attention_loss.hpp"
-#include "attnlab/attention_params.hpp"
-#include "attnlab/qk_merge.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/theory/attention_loss.hpp"
+#include "attnlab/theory/attention_params.hpp"
+#include "attnlab/qk/qk_merge.hpp"
+#include "attnlab/core/rng.hpp"
 
 using namespace attnlab;
 

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <limits>
 
-#include "attnlab/atomic_file.hpp"
-#include "attnlab/csv_table.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/core/rng.hpp"
 #include "support.hpp"
 
 using namespace attnlab;

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <fstream>
 
-#include "attnlab/csv_table.hpp"
-#include "attnlab/npy.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/npy.hpp"
+#include "attnlab/core/rng.hpp"
 #include "support.hpp"
 
 using namespace attnlab;

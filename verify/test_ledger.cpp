@@ -4,7 +4,7 @@
 #include <fstream>
 #include <limits>
 
-#include "attnlab/ledger.hpp"
+#include "attnlab/io/ledger.hpp"
 #include "support.hpp"
 
 using namespace attnlab;

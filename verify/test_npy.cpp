@@ -8,8 +8,8 @@
 #include <map>
 #include <sstream>
 
-#include "attnlab/npy.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/io/npy.hpp"
+#include "attnlab/core/rng.hpp"
 #include "support.hpp"
 
 using namespace attnlab;

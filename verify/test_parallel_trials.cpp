@@ -4,8 +4,8 @@
 #include <omp.h>
 #include <stdexcept>
 
-#include "attnlab/parallel_trials.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/core/rng.hpp"
 
 using namespace attnlab;
 

@@ -4,9 +4,9 @@
 #include <limits>
 #include <vector>
 
-#include "attnlab/numerical_rank.hpp"
-#include "attnlab/pseudoinverse.hpp"
-#include "attnlab/rng.hpp"
+#include "attnlab/linalg/numerical_rank.hpp"
+#include "attnlab/linalg/pseudoinverse.hpp"
+#include "attnlab/core/rng.hpp"
 
 using namespace attnlab;
 

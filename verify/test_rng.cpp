@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "attnlab/rng.hpp"
+#include "attnlab/core/rng.hpp"
 
 using namespace attnlab;
 

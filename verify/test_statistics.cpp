@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "attnlab/rng.hpp"
-#include "attnlab/statistics.hpp"
-#include "attnlab/verdict.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 

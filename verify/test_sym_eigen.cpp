@@ -3,9 +3,9 @@
 
 #include <limits>
 
-#include "attnlab/qk_weights.hpp"
-#include "attnlab/residual_ratio.hpp"
-#include "attnlab/sym_eigen.hpp"
+#include "attnlab/lab/qk_weights.hpp"
+#include "attnlab/linalg/residual_ratio.hpp"
+#include "attnlab/qk/sym_eigen.hpp"
 
 using namespace attnlab;
 

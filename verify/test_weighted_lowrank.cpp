@@ -3,10 +3,10 @@
 
 #include <limits>
 
-#include "attnlab/attention_loss.hpp"
-#include "attnlab/pseudoinverse.hpp"
-#include "attnlab/rng.hpp"
-#include "attnlab/weighted_lowrank.hpp"
+#include "attnlab/theory/attention_loss.hpp"
+#include "attnlab/linalg/pseudoinverse.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/theory/weighted_lowrank.hpp"
 
 using namespace attnlab;
 

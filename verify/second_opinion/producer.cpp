@@ -9,21 +9,21 @@
 #include <utility>
 #include <vector>
 
-#include "attnlab/atomic_file.hpp"
-#include "attnlab/experiment_cli.hpp"
-#include "attnlab/iterative_pinv.hpp"
-#include "attnlab/linear_attention.hpp"
-#include "attnlab/linformer.hpp"
-#include "attnlab/npy.hpp"
-#include "attnlab/nystrom.hpp"
-#include "attnlab/pseudoinverse.hpp"
-#include "attnlab/qk_split.hpp"
-#include "attnlab/random_features.hpp"
-#include "attnlab/rng.hpp"
-#include "attnlab/softmax_attention.hpp"
-#include "attnlab/streaming_attention.hpp"
-#include "attnlab/sym_eigen.hpp"
-#include "attnlab/weighted_lowrank.hpp"
+#include "attnlab/io/atomic_file.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/linalg/iterative_pinv.hpp"
+#include "attnlab/attention/linear_attention.hpp"
+#include "attnlab/attention/linformer.hpp"
+#include "attnlab/io/npy.hpp"
+#include "attnlab/attention/nystrom.hpp"
+#include "attnlab/linalg/pseudoinverse.hpp"
+#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/attention/random_features.hpp"
+#include "attnlab/core/rng.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
+#include "attnlab/attention/streaming_attention.hpp"
+#include "attnlab/qk/sym_eigen.hpp"
+#include "attnlab/theory/weighted_lowrank.hpp"
 
 using namespace attnlab;
 

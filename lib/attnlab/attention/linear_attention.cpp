@@ -1,0 +1,150 @@
+// Linear attention in the two forms the UCU report means: Shen et al.'s efficient attention
+// (its text) and Katharopoulos et al.'s elu(x) + 1 feature map (its public code).
+#include "attnlab/attention/linear_attention.hpp"
+
+#include <cmath>
+
+#include "attnlab/core/attention_check.hpp"
+#include "attnlab/core/head_stack_map.hpp"
+
+namespace attnlab {
+
+namespace {
+
+// Softmax of each row (over the d features) and of each column (over the n positions), written
+// as whole-matrix operations so that they walk column-major storage in order. Both subtract the
+// maximum of the row or column before exp(): mathematically a no-op, it keeps exp() from
+// overflowing for entries of any size, and the largest term is exactly 1, so the sum is >= 1.
+template <typename T>
+Mat<T> softmax_of_rows(const Mat<T>& x) {
+  const Vec<T> row_max = x.rowwise().maxCoeff();
+  Mat<T> e = (x.colwise() - row_max).array().exp().matrix();
+  const Vec<T> row_sum = e.rowwise().sum();
+  return row_sum.cwiseInverse().asDiagonal() * e;
+}
+
+template <typename T>
+Mat<T> softmax_of_cols(const Mat<T>& x) {
+  const Eigen::Matrix<T, 1, Eigen::Dynamic> col_max = x.colwise().maxCoeff();
+  Mat<T> e = (x.rowwise() - col_max).array().exp().matrix();
+  const Vec<T> col_sum = e.colwise().sum().transpose();
+  return e * col_sum.cwiseInverse().asDiagonal();
+}
+
+// phi(x) = elu(x) + 1 = (x > 0 ? x + 1 : exp(x)), entrywise; always > 0.
+template <typename T>
+Mat<T> elu_plus_one(const Mat<T>& x) {
+  return x.unaryExpr([](T a) { return a > T(0) ? a + T(1) : std::exp(a); });
+}
+
+// Rows of phi(X) for the normalised form. The output is unchanged when phi(q_i) is scaled by
+// any positive number (it appears in numerator and denominator), and likewise when all of
+// phi(K) is scaled by one number. Entries with x < -745 underflow exp() to 0 in double (-104
+// in float), so a row, or all of K, made of very negative entries would give 0 / 0. Where the
+// largest entry m is negative we therefore use exp(x - m) = phi(x) / phi(m) instead, whose
+// largest term is exactly 1.
+template <typename T>
+void rescale_negative_block(Mat<T>& phi, const Mat<T>& x, bool per_row) {
+  if (per_row) {
+    const Vec<T> row_max = x.rowwise().maxCoeff();
+    for (Eigen::Index i = 0; i < x.rows(); ++i)
+      if (row_max(i) < T(0)) phi.row(i) = (x.row(i).array() - row_max(i)).exp().matrix();
+  } else {
+    const T m = x.maxCoeff();
+    if (m < T(0)) phi = (x.array() - m).exp().matrix();
+  }
+}
+
+}  // namespace
+
+template <typename T>
+Mat<T> efficient_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+  detail::check_attention_shapes("efficient_attention", q, k, v);
+  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); ctx_dv is (d, d_v); out is (n_q, d_v).
+  // pass 1: each query's features softmax-normalised (row softmax, stable by maximum subtraction).
+  const Mat<T> qr = softmax_of_rows(q);
+  // pass 2: each key feature softmax-normalised over positions (column softmax, same trick).
+  const Mat<T> kc = softmax_of_cols(k);
+  // pass 3: d global context vectors, one per key feature: ctx = softmax_col(K)^T V.
+  const Mat<T> ctx_dv = kc.transpose() * v;
+  // pass 4: each query mixes the context vectors with its feature weights.
+  return qr * ctx_dv;
+}
+
+template <typename T>
+Mat<T> efficient_attention_matrix(const Mat<T>& q, const Mat<T>& k) {
+  detail::check_attention_shapes("efficient_attention", q, k, k);
+  return softmax_of_rows(q) * softmax_of_cols(k).transpose();
+}
+
+template <typename T>
+Mat<T> elu_linear_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+  detail::check_attention_shapes("elu_linear_attention", q, k, v);
+  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); kv_dv is (d, d_v), ksum_d is (d); out (n_q, d_v).
+  // pass 1: feature maps, rescaled where needed so no row of phi(Q) and not all of phi(K) underflows.
+  Mat<T> phi_q = elu_plus_one(q), phi_k = elu_plus_one(k);
+  rescale_negative_block(phi_q, q, true);
+  rescale_negative_block(phi_k, k, false);
+  // pass 2: the key-value summary sum_j phi(k_j) v_j^T and the normaliser sum_j phi(k_j).
+  const Mat<T> kv_dv = phi_k.transpose() * v;
+  const Vec<T> ksum_d = phi_k.colwise().sum().transpose();
+  // pass 3: numerator and denominator per query; the denominator is > 0 because phi > 0 and the
+  // rescaling above leaves a term equal to 1 in every row of phi(Q) and somewhere in phi(K).
+  const Mat<T> num = phi_q * kv_dv;
+  const Vec<T> den = phi_q * ksum_d;
+  return den.cwiseInverse().asDiagonal() * num;
+}
+
+template <typename T>
+Mat<T> elu_linear_attention_matrix(const Mat<T>& q, const Mat<T>& k) {
+  detail::check_attention_shapes("elu_linear_attention", q, k, k);
+  Mat<T> phi_q = elu_plus_one(q), phi_k = elu_plus_one(k);
+  rescale_negative_block(phi_q, q, true);
+  rescale_negative_block(phi_k, k, false);
+  Mat<T> a = phi_q * phi_k.transpose();
+  const Vec<T> row_sums = a.rowwise().sum();
+  return row_sums.cwiseInverse().asDiagonal() * a;
+}
+
+template <typename T>
+Mat<T> unnormalised_attention_quadratic(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+  detail::check_attention_shapes("unnormalised_attention", q, k, v);
+  const Mat<T> s = q * k.transpose();
+  return (s * v) / static_cast<T>(q.cols());
+}
+
+template <typename T>
+Mat<T> unnormalised_attention_linear(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+  detail::check_attention_shapes("unnormalised_attention", q, k, v);
+  const Mat<T> kv = k.transpose() * v;
+  return (q * kv) / static_cast<T>(q.cols());
+}
+
+template <typename T>
+HeadStack<T> efficient_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v) {
+  return detail::map_heads(q, k, v, [](const Mat<T>& a, const Mat<T>& b, const Mat<T>& c) {
+    return efficient_attention(a, b, c);
+  });
+}
+
+template <typename T>
+HeadStack<T> elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v) {
+  return detail::map_heads(q, k, v, [](const Mat<T>& a, const Mat<T>& b, const Mat<T>& c) {
+    return elu_linear_attention(a, b, c);
+  });
+}
+
+#define ATTNLAB_INSTANTIATE_LINEAR(T)                                                              \
+  template Mat<T> efficient_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&);               \
+  template Mat<T> efficient_attention_matrix(const Mat<T>&, const Mat<T>&);                       \
+  template Mat<T> elu_linear_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&);              \
+  template Mat<T> elu_linear_attention_matrix(const Mat<T>&, const Mat<T>&);                      \
+  template Mat<T> unnormalised_attention_quadratic(const Mat<T>&, const Mat<T>&, const Mat<T>&);  \
+  template Mat<T> unnormalised_attention_linear(const Mat<T>&, const Mat<T>&, const Mat<T>&);     \
+  template HeadStack<T> efficient_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&); \
+  template HeadStack<T> elu_linear_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&);
+ATTNLAB_INSTANTIATE_LINEAR(float)
+ATTNLAB_INSTANTIATE_LINEAR(double)
+#undef ATTNLAB_INSTANTIATE_LINEAR
+
+}  // namespace attnlab

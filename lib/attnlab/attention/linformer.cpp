@@ -1,0 +1,247 @@
+// Linformer attention: keys and values projected along the sequence axis to k rows.
+#include "attnlab/attention/linformer.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "attnlab/core/softmax.hpp"
+
+namespace attnlab {
+
+namespace {
+
+std::string str(Eigen::Index v) { return std::to_string(v); }
+
+void require_positive(const char* who, const char* what, Eigen::Index value) {
+  if (value < 1)
+    throw std::invalid_argument(std::string(who) + ": " + what + " (= " + str(value) + ") must be at least 1");
+}
+
+template <typename T>
+void check_qkv(const char* who, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+  require_positive(who, "n", q.rows());
+  require_positive(who, "d", q.cols());
+  require_positive(who, "dv", v.cols());
+  if (k.rows() != q.rows() || k.cols() != q.cols())
+    throw std::invalid_argument(std::string(who) + ": K is " + str(k.rows()) + " x " + str(k.cols()) +
+                                ", Q is " + str(q.rows()) + " x " + str(q.cols()));
+  if (v.rows() != q.rows())
+    throw std::invalid_argument(std::string(who) + ": V has " + str(v.rows()) + " rows, Q has " + str(q.rows()));
+}
+
+}  // namespace
+
+LinformerProjections<double> gaussian_projections(Eigen::Index n, Eigen::Index k, ProjectionSharing sharing,
+                                                  Rng& rng) {
+  require_positive("gaussian_projections", "n", n);
+  require_positive("gaussian_projections", "k", k);
+  // N(0, 1/k) makes E[R^T R] = I: the JL scaling of Theorem 1.
+  const double stddev = 1.0 / std::sqrt(static_cast<double>(k));
+  LinformerProjections<double> p;
+  p.e = gaussian_matrix(k, n, rng, stddev);
+  p.f = sharing == ProjectionSharing::shared ? p.e : gaussian_matrix(k, n, rng, stddev);
+  return p;
+}
+
+LinformerProjections<double> identity_projections(Eigen::Index n) {
+  require_positive("identity_projections", "n", n);
+  return {Mat<double>::Identity(n, n), Mat<double>::Identity(n, n)};
+}
+
+LinformerProjections<double> segment_mean_projections(Eigen::Index n, Eigen::Index k) {
+  require_positive("segment_mean_projections", "n", n);
+  require_positive("segment_mean_projections", "k", k);
+  if (k > n)
+    throw std::invalid_argument("segment_mean_projections: k (= " + str(k) + ") exceeds n (= " + str(n) +
+                                "): a segment would be empty");
+  Mat<double> e = Mat<double>::Zero(k, n);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    const Eigen::Index begin = j * n / k, end = (j + 1) * n / k;
+    e.row(j).segment(begin, end - begin).setConstant(1.0 / static_cast<double>(end - begin));
+  }
+  return {e, e};
+}
+
+namespace {
+
+template <typename T>
+void check_projections(const char* who, const LinformerProjections<T>& proj, Eigen::Index n) {
+  require_positive(who, "k", proj.e.rows());
+  if (proj.e.cols() != n || proj.f.cols() != n || proj.f.rows() != proj.e.rows())
+    throw std::invalid_argument(std::string(who) + ": E is " + str(proj.e.rows()) + " x " + str(proj.e.cols()) +
+                                " and F is " + str(proj.f.rows()) + " x " + str(proj.f.cols()) +
+                                ", both must be k x n with n = " + str(n));
+}
+
+}  // namespace
+
+template <typename T>
+Mat<T> linformer_attention_matrix(const Mat<T>& q, const Mat<T>& k, const LinformerProjections<T>& proj) {
+  // Shapes: q, k n x d; E kp x n; E K kp x d; result n x kp.
+  check_qkv("linformer_attention_matrix", q, k, k);
+  check_projections("linformer_attention_matrix", proj, q.rows());
+  // Pass 1: project the keys along the sequence axis, n rows -> kp rows.
+  const Mat<T> k_proj = proj.e * k;
+  // Pass 2: scores of every query against the kp projected keys.
+  Mat<T> scores = (q * k_proj.transpose()) * (T(1) / std::sqrt(static_cast<T>(q.cols())));
+  // Pass 3: row softmax over the kp projected positions; softmax_rows_inplace subtracts
+  // each row's maximum so logits of any size neither overflow nor give 0/0.
+  softmax_rows_inplace(scores);
+  return scores;
+}
+
+template <typename T>
+Mat<T> linformer_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const LinformerProjections<T>& proj) {
+  // Shapes: q, k n x d; v n x dv; E, F kp x n; attention n x kp; F V kp x dv; output n x dv.
+  check_qkv("linformer_attention", q, k, v);
+  check_projections("linformer_attention", proj, q.rows());
+  // Passes 1-3: the n x kp attention matrix over projected keys.
+  const Mat<T> p = linformer_attention_matrix(q, k, proj);
+  // Pass 4: project the values along the sequence axis and mix them.
+  return p * (proj.f * v);
+}
+
+template <typename T>
+HeadStack<T> linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                                 const LinformerProjections<T>& proj) {
+  if (k.batch() != q.batch() || k.heads() != q.heads() || v.batch() != q.batch() || v.heads() != q.heads())
+    throw std::invalid_argument("linformer_attention: Q, K, V stacks differ in batch or heads");
+  HeadStack<T> out(q.batch(), q.heads(), q.n(), v.d());
+  const Eigen::Index count = q.count();
+  // Check one head up front so a shape error is thrown here, not inside the parallel loop.
+  if (count > 0) out[0] = linformer_attention(q[0], k[0], v[0], proj);
+#pragma omp parallel for schedule(dynamic)
+  for (Eigen::Index i = 1; i < count; ++i) out[i] = linformer_attention(q[i], k[i], v[i], proj);
+  return out;
+}
+
+template <typename T>
+Mat<T> context_mapping_matrix(const Mat<T>& q, const Mat<T>& k) {
+  check_qkv("context_mapping_matrix", q, k, k);
+  // Shapes: q, k n x d -> P n x n.
+  Mat<T> p = (q * k.transpose()) * (T(1) / std::sqrt(static_cast<T>(q.cols())));
+  softmax_rows_inplace(p);  // max-subtracted: stable for any logits
+  return p;
+}
+
+template <typename T>
+Mat<T> linformer_reference_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+  check_qkv("linformer_reference_attention", q, k, v);
+  // Shapes: q, k n x d; v n x dv; a block of scores rows x n; output n x dv.
+  const Eigen::Index n = q.rows(), block = 256;
+  const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
+  Mat<T> out(n, v.cols());
+  for (Eigen::Index r0 = 0; r0 < n; r0 += block) {
+    const Eigen::Index rows = std::min(block, n - r0);
+    // Pass 1: the block's logits. Pass 2: stable row softmax. Pass 3: mix V.
+    Mat<T> s = (q.middleRows(r0, rows) * k.transpose()) * scale;
+    softmax_rows_inplace(s);
+    out.middleRows(r0, rows).noalias() = s * v;
+  }
+  return out;
+}
+
+LinformerCost linformer_cost(Eigen::Index n, Eigen::Index d, Eigen::Index dv, Eigen::Index k,
+                             std::size_t scalar_bytes) {
+  const double N = static_cast<double>(n), D = static_cast<double>(d), DV = static_cast<double>(dv),
+               K = static_cast<double>(k), B = static_cast<double>(scalar_bytes);
+  LinformerCost c;
+  c.multiply_adds = K * N * D + K * N * DV + N * K * D + N * K * DV;
+  c.exponentials = N * K;
+  c.workspace_bytes = B * (K * D + K * DV + N * K + N * DV);
+  c.input_bytes = B * (2 * N * D + N * DV + 2 * K * N);
+  return c;
+}
+
+BestRankAttention::BestRankAttention(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v) {
+  const Mat<double> p = context_mapping_matrix(q, k);
+  Eigen::BDCSVD<Mat<double>> svd(p, Eigen::ComputeFullU | Eigen::ComputeFullV);
+  u_ = svd.matrixU();
+  sigma_ = svd.singularValues();
+  // Check the decomposition before trusting the truncations (backward error first).
+  const Mat<double> rebuilt = u_ * sigma_.asDiagonal() * svd.matrixV().transpose();
+  reconstruction_ratio_ = (rebuilt - p).norm() /
+                          (static_cast<double>(p.rows()) * p.norm() * std::numeric_limits<double>::epsilon());
+  c_ = svd.matrixV().transpose() * v;
+  const Mat<double> exact = p * v;
+  exact_column_norms_ = exact.colwise().norm().transpose();
+  exact_norm_ = exact.norm();
+}
+
+Mat<double> BestRankAttention::output(Eigen::Index rank) const {
+  if (rank < 0 || rank > n())
+    throw std::invalid_argument("BestRankAttention: rank (= " + str(rank) + ") outside [0, " + str(n()) + "]");
+  return u_.leftCols(rank) * (sigma_.head(rank).asDiagonal() * c_.topRows(rank));
+}
+
+Vec<double> BestRankAttention::column_errors(Eigen::Index rank) const {
+  if (rank < 0 || rank > n())
+    throw std::invalid_argument("BestRankAttention: rank (= " + str(rank) + ") outside [0, " + str(n()) + "]");
+  // (P - P_r) w = U_{>r} S_{>r} (W^T w)_{>r}, and U has orthonormal columns, so the error
+  // norm is the norm of the tail coefficients: no n x n product per rank.
+  const Eigen::Index tail = n() - rank;
+  const Mat<double> t = sigma_.tail(tail).asDiagonal() * c_.bottomRows(tail);
+  Vec<double> e(c_.cols());
+  for (Eigen::Index j = 0; j < c_.cols(); ++j) e(j) = t.col(j).norm() / exact_column_norms_(j);
+  return e;
+}
+
+double BestRankAttention::output_error(Eigen::Index rank) const {
+  if (rank < 0 || rank > n())
+    throw std::invalid_argument("BestRankAttention: rank (= " + str(rank) + ") outside [0, " + str(n()) + "]");
+  const Eigen::Index tail = n() - rank;
+  return (sigma_.tail(tail).asDiagonal() * c_.bottomRows(tail)).norm() / exact_norm_;
+}
+
+Vec<double> round_trip_direct(const Vec<double>& w, Eigen::Index k, Rng& rng) {
+  require_positive("round_trip_direct", "k", k);
+  const Mat<double> r = gaussian_matrix(k, w.size(), rng, 1.0 / std::sqrt(static_cast<double>(k)));
+  return r.transpose() * (r * w);
+}
+
+double chi_square_variate(double dof, Rng& rng) {
+  if (!(dof > 0)) throw std::invalid_argument("chi_square_variate: dof (= " + std::to_string(dof) + ") must be positive");
+  // Marsaglia and Tsang (2000) for Gamma(a), a >= 1; a < 1 by Gamma(a) = Gamma(a + 1) U^(1/a).
+  double a = dof / 2, boost = 1.0;
+  if (a < 1) {
+    boost = std::pow(rng.uniform(), 1.0 / a);
+    a += 1;
+  }
+  const double dd = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * dd);
+  for (;;) {
+    const double x = rng.normal();
+    double t = 1.0 + c * x;
+    if (t <= 0) continue;
+    t = t * t * t;
+    const double u = rng.uniform();
+    if (u < 1.0 - 0.0331 * x * x * x * x || std::log(u) < 0.5 * x * x + dd * (1.0 - t + std::log(t)))
+      return 2.0 * dd * t * boost;
+  }
+}
+
+Vec<double> round_trip_sampled(const Vec<double>& w, Eigen::Index k, Rng& rng) {
+  require_positive("round_trip_sampled", "k", k);
+  const double norm = w.norm();
+  if (norm == 0) return Vec<double>::Zero(w.size());  // R^T R 0 = 0 for every R
+  const Vec<double> unit = w / norm;
+  const double c = chi_square_variate(static_cast<double>(k), rng);
+  Vec<double> h = gaussian_matrix(w.size(), 1, rng);
+  h -= unit * unit.dot(h);  // the part orthogonal to w
+  return (norm / static_cast<double>(k)) * (c * unit + std::sqrt(c) * h);
+}
+
+#define ATTNLAB_LINFORMER_INSTANTIATE(T)                                                                     \
+  template Mat<T> linformer_attention<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&,                      \
+                                         const LinformerProjections<T>&);                                   \
+  template HeadStack<T> linformer_attention<T>(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&, \
+                                               const LinformerProjections<T>&);                             \
+  template Mat<T> linformer_attention_matrix<T>(const Mat<T>&, const Mat<T>&, const LinformerProjections<T>&); \
+  template Mat<T> context_mapping_matrix<T>(const Mat<T>&, const Mat<T>&);                                 \
+  template Mat<T> linformer_reference_attention<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&);
+ATTNLAB_LINFORMER_INSTANTIATE(float)
+ATTNLAB_LINFORMER_INSTANTIATE(double)
+#undef ATTNLAB_LINFORMER_INSTANTIATE
+
+}  // namespace attnlab

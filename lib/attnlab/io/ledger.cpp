@@ -1,0 +1,118 @@
+// The claims ledger: one verdict row per claim id, merged atomically.
+#include "attnlab/io/ledger.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <tuple>
+#include <stdexcept>
+
+#include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/csv_table.hpp"
+
+namespace attnlab {
+
+std::string to_string(Verdict v) {
+  switch (v) {
+    case Verdict::holds: return "holds";
+    case Verdict::fails: return "fails";
+    case Verdict::conditional: return "conditional";
+    case Verdict::untested: return "untested";
+  }
+  return "untested";
+}
+
+Verdict verdict_from_string(const std::string& s) {
+  for (Verdict v : {Verdict::holds, Verdict::fails, Verdict::conditional, Verdict::untested})
+    if (to_string(v) == s) return v;
+  throw std::invalid_argument("unknown verdict '" + s + "'");
+}
+
+bool claim_id_less(const std::string& a, const std::string& b) {
+  auto split = [](const std::string& id) {
+    std::size_t i = 0;
+    while (i < id.size() && !std::isdigit(static_cast<unsigned char>(id[i]))) ++i;
+    const std::string digits = id.substr(i);
+    const bool numeric = !digits.empty() && std::all_of(digits.begin(), digits.end(),
+                                                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    return std::make_tuple(id.substr(0, i), numeric ? std::stoll(digits) : -1LL, digits);
+  };
+  return split(a) < split(b);
+}
+
+namespace {
+
+std::optional<double> parse_optional_number(const std::string& s, const std::string& what) {
+  if (s.empty()) return std::nullopt;
+  // strtod, not stod: stod throws on subnormal values, which are valid observations.
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) throw std::runtime_error(what + " '" + s + "' is not a number");
+  return v;
+}
+
+void validate(const ClaimRow& r) {
+  if (r.id.empty()) throw std::invalid_argument("ledger: a row has an empty id");
+  const bool untested = r.verdict == Verdict::untested;
+  if (!untested && r.evidence.empty())
+    throw std::invalid_argument("ledger: " + r.id + " has a measured verdict but no evidence file");
+  if ((r.verdict == Verdict::conditional || untested) && r.note.empty())
+    throw std::invalid_argument("ledger: " + r.id + " is " + to_string(r.verdict) + " without a note");
+  if (!untested && (!r.observed || !r.threshold))
+    throw std::invalid_argument("ledger: " + r.id + " has a measured verdict without observed and threshold");
+  for (const auto& x : {r.observed, r.threshold})
+    if (x && !std::isfinite(*x))
+      throw std::invalid_argument("ledger: " + r.id + " has a non-finite observed value or threshold");
+}
+
+}  // namespace
+
+std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file) {
+  if (!std::filesystem::exists(ledger_file)) return {};
+  const auto rows = read_csv_file(ledger_file);
+  if (rows.empty()) return {};
+  std::string header;
+  for (std::size_t i = 0; i < rows[0].size(); ++i) header += (i ? "," : "") + rows[0][i];
+  if (header != kLedgerHeader)
+    throw std::runtime_error(ledger_file.string() + ": header is not '" + kLedgerHeader + "'");
+  std::vector<ClaimRow> out;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& f = rows[i];
+    if (f.size() != 8)
+      throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + " has " +
+                               std::to_string(f.size()) + " fields, expected 8");
+    try {
+      out.push_back({f[0], f[1], verdict_from_string(f[2]), f[3], parse_optional_number(f[4], "observed"),
+                     parse_optional_number(f[5], "threshold"), f[6], f[7]});
+    } catch (const std::exception& e) {
+      throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vector<ClaimRow>& rows) {
+  std::set<std::string> new_ids;
+  for (const auto& r : rows) {
+    validate(r);
+    if (!new_ids.insert(r.id).second) throw std::invalid_argument("ledger: duplicate id " + r.id);
+  }
+  std::vector<ClaimRow> merged;
+  for (auto& old : read_ledger(ledger_file))
+    if (!new_ids.count(old.id)) merged.push_back(std::move(old));
+  merged.insert(merged.end(), rows.begin(), rows.end());
+  std::sort(merged.begin(), merged.end(), [](const ClaimRow& a, const ClaimRow& b) { return claim_id_less(a.id, b.id); });
+
+  std::string text = std::string(kLedgerHeader) + '\n';
+  auto number = [](const std::optional<double>& x) { return x ? format_real(*x) : std::string(); };
+  for (const auto& r : merged) {
+    text += quote_field(r.id) + ',' + quote_field(r.source) + ',' + to_string(r.verdict) + ',' +
+            quote_field(r.metric) + ',' + number(r.observed) + ',' + number(r.threshold) + ',' +
+            quote_field(r.evidence) + ',' + quote_field(r.note) + '\n';
+  }
+  write_file_atomically(ledger_file, text);
+}
+
+}  // namespace attnlab

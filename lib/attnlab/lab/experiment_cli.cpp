@@ -1,0 +1,118 @@
+// The command line every experiment shares: --seed, --quick, --out, --threads, and given .npy inputs.
+#include "attnlab/lab/experiment_cli.hpp"
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "attnlab/io/atomic_file.hpp"
+
+namespace attnlab {
+
+const CLI::Validator FiniteNumber(
+    [](std::string& input) -> std::string {
+      std::size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(input, &used);
+      } catch (const std::exception&) {
+        return "'" + input + "' is not a number";
+      }
+      if (used != input.size()) return "'" + input + "' is not a number";
+      if (!std::isfinite(v)) return "'" + input + "' is not a finite number";
+      return {};
+    },
+    "FINITE");
+
+const CLI::Validator NonNegativeInteger(
+    [](std::string& input) -> std::string {
+      if (input.empty() || input.find_first_not_of("0123456789") != std::string::npos)
+        return "'" + input + "' is not a non-negative integer";
+      return {};
+    },
+    "UINT");
+
+ExperimentCli::ExperimentCli(std::string name, std::string description, std::optional<GivenKind> given)
+    : name_(std::move(name)), app_(std::move(description), name_) {
+  app_.add_option("--seed", options_.seed, "base seed; trial seeds are derived from it")
+      ->check(NonNegativeInteger)->capture_default_str();
+  app_.add_flag("--quick", options_.quick, "small sweep for tests (seconds, not minutes)");
+  app_.add_option("--out", options_.out, "output directory for tables and claims.csv")->capture_default_str();
+  app_.add_option("--threads", options_.threads, "worker threads (default: all cores)")
+      ->check(NonNegativeInteger & CLI::Range(1, 1024));
+  if (given) given_.emplace(app_, *given);
+}
+
+void ExperimentCli::parse(int argc, char** argv) {
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app_.help());
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    // One line naming the problem; CLI11's own failure message adds a second line.
+    fmt::print(stderr, "{}: {}\n", name_, e.what());
+    std::exit(kExitUsage);
+  }
+  try {
+    if (given_) given_->load();
+  } catch (const GivenInputsError& e) {
+    fmt::print(stderr, "{}: {}\n", name_, e.what());
+    std::exit(kExitUsage);
+  }
+  try {
+    ensure_writable_directory(options_.out);
+  } catch (const OutputError& e) {
+    fmt::print(stderr, "{}: --out: {}\n", name_, e.what());
+    std::exit(kExitUsage);
+  }
+  if (uses_given() && std::filesystem::exists(ledger_path())) {
+    fmt::print(stderr, "{}: --out: {} holds a claims ledger; write runs on given inputs to another directory\n", name_,
+               options_.out.string());
+    std::exit(kExitUsage);
+  }
+  if (options_.threads == 0) options_.threads = omp_get_num_procs();
+  omp_set_num_threads(options_.threads);
+  // Eigen's own GEMM threading chooses its blocking from the thread count, which
+  // would change summation order with --threads; we parallelise across trials instead.
+  Eigen::setNbThreads(1);
+}
+
+const GivenInputs& ExperimentCli::given() const {
+  if (!given_) throw std::logic_error(name_ + " takes no given inputs");
+  return *given_;
+}
+
+void ExperimentCli::write_table(const CsvTable& table, const std::string& file) const {
+  table.with_column(text_col("inputs"), inputs_label()).write(output_path(file));
+}
+
+void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
+  if (!uses_given()) merge_into_ledger(ledger_path(), rows);
+}
+
+std::filesystem::path ExperimentCli::output_path(const std::string& file) const { return options_.out / file; }
+
+std::string ExperimentCli::evidence_path(const std::string& file) const {
+  namespace fs = std::filesystem;
+  const fs::path full = fs::weakly_canonical(fs::absolute(options_.out / file));
+  const fs::path root = fs::weakly_canonical(fs::path(ATTNLAB_SOURCE_DIR));
+  const fs::path rel = full.lexically_relative(root);
+  // Inside the repository the ledger holds a relative path; elsewhere (a scratch run) the full one.
+  if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
+  return full.generic_string();
+}
+
+int run_experiment(const std::string& name, const std::function<void()>& body) {
+  try {
+    body();
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: {}\n", name, e.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace attnlab

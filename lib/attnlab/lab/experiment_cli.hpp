@@ -1,0 +1,80 @@
+// The command line every experiment shares: --seed, --quick, --out, --threads, and given .npy inputs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/lab/given_inputs.hpp"
+#include "attnlab/io/ledger.hpp"
+
+namespace attnlab {
+
+// Exit statuses: 0 done, 1 the run failed (I/O, a non-finite result), 2 bad usage.
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct CommonOptions {
+  std::uint64_t seed = 20250311;  // the date of seed 000's post, as good as any
+  bool quick = false;
+  std::filesystem::path out = "results";
+  int threads = 0;  // 0 until parsed; then the number of OpenMP threads used
+};
+
+// CLI11 validator that refuses NaN and infinities (CLI11 itself parses "nan" and "inf").
+extern const CLI::Validator FiniteNumber;
+// CLI11 validator for a plain decimal integer >= 0 (CLI11 would wrap "-1" into an unsigned).
+extern const CLI::Validator NonNegativeInteger;
+
+class ExperimentCli {
+ public:
+  // With `given`, the experiment also takes that kind of .npy inputs (see given_inputs.hpp).
+  ExperimentCli(std::string name, std::string description, std::optional<GivenKind> given = std::nullopt);
+
+  // Add experiment-specific flags here before parse().
+  CLI::App& app() { return app_; }
+
+  // Parses the flags, loads and checks given inputs, checks that --out is writable (and,
+  // with given inputs, holds no claims.csv, so user runs never mix with the ledger's
+  // evidence) and sets the thread count. On bad input prints one line naming the problem
+  // and exits with status 2; on --help prints the help and exits with 0.
+  void parse(int argc, char** argv);
+
+  const CommonOptions& options() const { return options_; }
+  const std::string& name() const { return name_; }
+
+  // Whether this run analyses the user's matrices instead of random draws, and those matrices.
+  bool uses_given() const { return given_ && given_->used(); }
+  const GivenInputs& given() const;
+  // The value of every table's `inputs` column: "random" or given_inputs' label.
+  std::string inputs_label() const { return given_ ? given_->label() : kRandomInputsLabel; }
+
+  // Writes `table` to <out>/<file> with the `inputs` column appended.
+  void write_table(const CsvTable& table, const std::string& file) const;
+  // Merges `rows` into the ledger, unless the run used given inputs: a verdict is about our
+  // sweep, and the user's data yields a report about that data only.
+  void write_claims(const std::vector<ClaimRow>& rows) const;
+
+  // <out>/<file>, and the same path relative to the repository root for the ledger.
+  std::filesystem::path output_path(const std::string& file) const;
+  std::string evidence_path(const std::string& file) const;
+  std::filesystem::path ledger_path() const { return options_.out / "claims.csv"; }
+
+ private:
+  std::string name_;
+  CLI::App app_;
+  CommonOptions options_;
+  std::optional<GivenInputs> given_;
+};
+
+// Runs an experiment body, turning escaping exceptions into one line on stderr and
+// exit status 1, so a failed run never aborts or dumps core. Atomic writes mean a
+// failure leaves the previous files in place.
+int run_experiment(const std::string& name, const std::function<void()>& body);
+
+}  // namespace attnlab
