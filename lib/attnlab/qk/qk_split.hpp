@@ -3,12 +3,9 @@
 
 #include <Eigen/Dense>
 
-namespace attnlab {
+#include "attnlab/core/matrix.hpp"
 
-template <typename T>
-using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
-template <typename T>
-using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+namespace attnlab {
 
 // M = W_Q W_K^T (d x d). Forms the d x d matrix: use only where a check needs it.
 template <typename T>
