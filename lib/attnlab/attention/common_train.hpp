@@ -1,0 +1,80 @@
+// What every trainable attention pass shares: the call checks and the column softmax, forward and backward.
+#pragma once
+
+#include <Eigen/Dense>
+#include <stdexcept>
+#include <string>
+
+#include "attnlab/attention/trainable.hpp"
+#include "attnlab/core/matrix.hpp"
+
+namespace attnlab::detail {
+
+// The shapes one TrainableAttention object was built for (resolved: no zeros left).
+struct TrainShape {
+  Eigen::Index n = 0, d_k = 0, d_v = 0, heads = 1;
+};
+
+// q, k: n x d_k, v: n x d_v, head in [0, heads). Throws std::invalid_argument naming the value:
+// a method is built for one layer's shapes (Linformer's E is k x n), so a call with other shapes
+// is misuse, not an outcome.
+template <typename T>
+void check_train_call(const std::string& who, const TrainShape& s, Eigen::Index head, const Mat<T>& q,
+                      const Mat<T>& k, const Mat<T>& v) {
+  auto str = [](Eigen::Index x) { return std::to_string(x); };
+  if (head < 0 || head >= s.heads)
+    throw std::invalid_argument(who + ": head (= " + str(head) + ") outside [0, " + str(s.heads) + ")");
+  if (q.rows() != s.n || q.cols() != s.d_k || k.rows() != s.n || k.cols() != s.d_k || v.rows() != s.n ||
+      v.cols() != s.d_v)
+    throw std::invalid_argument(who + ": q is " + str(q.rows()) + " x " + str(q.cols()) + ", k " + str(k.rows()) +
+                                " x " + str(k.cols()) + ", v " + str(v.rows()) + " x " + str(v.cols()) +
+                                "; built for q, k n x d_k = " + str(s.n) + " x " + str(s.d_k) + " and v n x d_v = " +
+                                str(s.n) + " x " + str(s.d_v));
+}
+
+// d_out must be n x d_v, as the forward's output.
+template <typename T>
+void check_train_d_out(const std::string& who, const TrainShape& s, const Mat<T>& d_out) {
+  if (d_out.rows() != s.n || d_out.cols() != s.d_v)
+    throw std::invalid_argument(who + ": d_out is " + std::to_string(d_out.rows()) + " x " +
+                                std::to_string(d_out.cols()) + ", the output is " + std::to_string(s.n) + " x " +
+                                std::to_string(s.d_v));
+}
+
+// The method's own tape type, or std::invalid_argument when backward is handed another method's tape.
+template <typename TapeT>
+const TapeT& tape_as(const std::string& who, const AttentionTape& tape) {
+  const auto* t = dynamic_cast<const TapeT*>(&tape);
+  if (t == nullptr) throw std::invalid_argument(who + ": backward was given a tape from another method's forward");
+  return *t;
+}
+
+// Softmax of every column of `s` in place: column i becomes the probability vector of query i when
+// s holds transposed logits (keys down, queries across). Column-major storage makes each column
+// contiguous, so this walks memory in order (the library's softmax_attention uses the same layout).
+// The column maximum is subtracted only for numerical stability: it cancels between numerator and
+// denominator, every exponent is then <= 0 (no overflow) and the largest term is exactly 1 (the sum
+// is >= 1, never 0). Its gradient contribution is exactly zero for the same reason (the softmax is
+// invariant to a shift of its column), so the backward treats it as a constant.
+template <typename T>
+void softmax_cols_inplace(Mat<T>& s) {
+  for (Eigen::Index i = 0; i < s.cols(); ++i) {
+    auto col = s.col(i);
+    const T col_max = col.maxCoeff();
+    col = (col.array() - col_max).exp().matrix();
+    col *= T(1) / col.sum();
+  }
+}
+
+// The softmax's backward in place: given p = softmax(s) column by column and dp = dL/dp, turns dp
+// into dL/ds = p o (dp - <p, dp>) column by column (the Jacobian diag(p) - p p^T applied to dp).
+template <typename T>
+void softmax_cols_backward_inplace(const Mat<T>& p, Mat<T>& dp) {
+  for (Eigen::Index i = 0; i < p.cols(); ++i) {
+    auto d = dp.col(i);
+    const T mean = p.col(i).dot(d);
+    d.array() = p.col(i).array() * (d.array() - mean);
+  }
+}
+
+}  // namespace attnlab::detail
