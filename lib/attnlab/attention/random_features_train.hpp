@@ -1,0 +1,89 @@
+// Random feature attention, trainable: the UCU report's random Fourier features ("random-fourier") and
+// Performer's FAVOR+ ("favor"), the definitions of random_features.hpp, with fixed per-head draws.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnlab/attention/common_train.hpp"
+#include "attnlab/attention/trainable.hpp"
+
+namespace attnlab {
+
+// The feature count both methods default to: attend's default (apps/attend.cpp, --features).
+inline constexpr Eigen::Index kTrainDefaultFeatures = 256;
+
+// What random-fourier's backward needs (D features, 2D columns of sin and cos).
+template <typename T>
+struct RandomFourierTape : AttentionTape {
+  Mat<T> k, v;          // n x d_k, n x d_v
+  Mat<T> phi_q;         // n x 2D: sqrt(1/D) [sin(q W^T), cos(q W^T)]
+  Mat<T> phi_k;         // n x 2D: the same for k, before the key factors
+  Vec<T> b;             // n: the key factors exp((|k_j|^2 - max) / 2 tau)
+  Mat<T> phi_kb;        // n x 2D: diag(b) phi_k
+  Mat<T> ctx;           // 2D x d_v: phi_kb^T V
+  Vec<T> z;             // 2D: phi_kb^T 1
+  Vec<T> den;           // n: phi_q z (signed)
+  Mat<T> out;           // n x d_v
+};
+
+// The report's random feature attention (random_fourier_attention() in random_features.hpp) with
+// temperature tau = sqrt(d_k) and w_r ~ N(0, I / tau): an unbiased estimate of the numerator and the
+// denominator of softmax(q k^T / sqrt(d_k)) v. The denominator is a signed estimate and can be near
+// zero; the method has no protection against that, in training either (a loss that blows up is a
+// finding about the method). One draw of D directions per head, from derive_seed(seed, head), kept
+// as buffers: fixed for the whole training, never redrawn.
+template <typename T>
+class RandomFourierTrain final : public TrainableAttention<T> {
+ public:
+  RandomFourierTrain(const detail::TrainShape& shape, Eigen::Index features, std::uint64_t seed);
+  std::string name() const override { return "random-fourier"; }
+  std::string describe() const override;
+  std::vector<std::string> buffer_names() const override;
+  std::vector<Mat<T>*> buffers() override;
+  void forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Mat<T>& out,
+               std::unique_ptr<AttentionTape>* tape) const override;
+  void backward(Eigen::Index head, const AttentionTape& tape, const Mat<T>& d_out, Mat<T>& d_q, Mat<T>& d_k,
+                Mat<T>& d_v, std::vector<Mat<T>>* param_grads) const override;
+
+ private:
+  detail::TrainShape shape_;
+  std::uint64_t seed_;
+  std::vector<Mat<T>> w_;  // one D x d_k draw per head
+};
+
+// What FAVOR+'s backward needs.
+template <typename T>
+struct FavorTape : AttentionTape {
+  Mat<T> yk, v;     // n x d_k: d_k^(-1/4) k; n x d_v
+  Mat<T> r;         // n x D: the key features normalised over the keys (0 for features no key reaches)
+  Mat<T> mean_v;    // D x d_v: r^T V, the mean value of each feature
+  Mat<T> w_t;       // D x n: column i is query i's normalised weights over the features
+  Mat<T> out;       // n x d_v
+};
+
+// Performer's FAVOR+ (favor_attention() in random_features.hpp): positive features
+// exp(w^T x - |x|^2 / 2) / sqrt(D) of x = d_k^(-1/4) q and d_k^(-1/4) k, w orthogonal in blocks of d_k
+// (draw_favor_features with orthogonal = true): an estimate of softmax(q k^T / sqrt(d_k)) v. One draw
+// per head from derive_seed(seed, head), kept as buffers: fixed, never redrawn.
+template <typename T>
+class FavorTrain final : public TrainableAttention<T> {
+ public:
+  FavorTrain(const detail::TrainShape& shape, Eigen::Index features, std::uint64_t seed);
+  std::string name() const override { return "favor"; }
+  std::string describe() const override;
+  std::vector<std::string> buffer_names() const override;
+  std::vector<Mat<T>*> buffers() override;
+  void forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Mat<T>& out,
+               std::unique_ptr<AttentionTape>* tape) const override;
+  void backward(Eigen::Index head, const AttentionTape& tape, const Mat<T>& d_out, Mat<T>& d_q, Mat<T>& d_k,
+                Mat<T>& d_v, std::vector<Mat<T>>* param_grads) const override;
+
+ private:
+  detail::TrainShape shape_;
+  std::uint64_t seed_;
+  std::vector<Mat<T>> w_;  // one D x d_k draw per head
+};
+
+}  // namespace attnlab
