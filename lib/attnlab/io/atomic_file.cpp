@@ -1,9 +1,15 @@
 // Write a whole file or nothing: temporary file, fsync, rename.
 #include "attnlab/io/atomic_file.hpp"
 
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
+#include <regex>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,21 +18,100 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// The temporaries alive in this process, for the signal handler to remove. The handler may only
+// call async-signal-safe functions (unlink, signal, raise) and may not take a lock, so the paths
+// live in fixed slots: a slot's path is complete before its `used` flag is set, and the flag is
+// cleared before the slot is reused.
+struct TempSlot {
+  std::atomic<bool> used{false};
+  char path[4096] = {};
+};
+constexpr std::size_t kTempSlots = 64;
+std::array<TempSlot, kTempSlots> g_temp_slots;
+std::mutex g_temp_slots_mutex;
+
+extern "C" void remove_temporaries_and_reraise(int sig) {
+  for (TempSlot& slot : g_temp_slots)
+    if (slot.used.load(std::memory_order_acquire)) ::unlink(slot.path);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void install_cleanup_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current {};
+      // A handler the program installed itself (or an ignored signal, as under nohup) is left alone.
+      if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+        struct sigaction action {};
+        action.sa_handler = remove_temporaries_and_reraise;
+        sigemptyset(&action.sa_mask);
+        ::sigaction(sig, &action, nullptr);
+      }
+    }
+  });
+}
+
+// Returns the slot index holding `path`, or kTempSlots when all are taken (the file is then still
+// removed on every normal path; only its removal on a signal is lost).
+std::size_t register_temporary(const std::string& path) {
+  if (path.size() >= sizeof(TempSlot::path)) return kTempSlots;
+  std::lock_guard<std::mutex> lock(g_temp_slots_mutex);
+  for (std::size_t i = 0; i < kTempSlots; ++i) {
+    TempSlot& slot = g_temp_slots[i];
+    if (!slot.used.load(std::memory_order_relaxed)) {
+      std::memcpy(slot.path, path.c_str(), path.size() + 1);
+      slot.used.store(true, std::memory_order_release);
+      return i;
+    }
+  }
+  return kTempSlots;
+}
+
+void unregister_temporary(std::size_t index) {
+  if (index >= kTempSlots) return;
+  std::lock_guard<std::mutex> lock(g_temp_slots_mutex);
+  g_temp_slots[index].used.store(false, std::memory_order_release);
+}
+
+const char* file_kind(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 // Closes and unlinks the temporary file unless released after a successful rename.
 class TempFile {
  public:
   explicit TempFile(const std::filesystem::path& target) {
+    install_cleanup_handlers();
     std::string name = target.filename().string();
     name.insert(0, 1, '.');
-    name.append(".tmp.XXXXXX");
+    // The pid lets a later run tell a temporary of a dead process (removed) from a live one (kept).
+    name.append(".tmp." + std::to_string(::getpid()) + ".XXXXXX");
     pattern_ = (target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path()) / name;
+    // Signals are blocked from mkstemp to registration, so no signal finds the file unregistered.
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+    ::pthread_sigmask(SIG_BLOCK, &block, &old);
     fd_ = ::mkstemp(pattern_.data());
+    const int saved_errno = errno;
+    if (fd_ >= 0) slot_ = register_temporary(pattern_);
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    errno = saved_errno;
     if (fd_ < 0)
       throw OutputError("cannot create a temporary file for " + target.string() + ": " + errno_text());
   }
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);
     if (!released_) ::unlink(pattern_.c_str());
+    unregister_temporary(slot_);
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
@@ -43,12 +128,26 @@ class TempFile {
  private:
   std::string pattern_;
   int fd_ = -1;
+  std::size_t slot_ = kTempSlots;
   bool released_ = false;
 };
 
 }  // namespace
 
+void check_output_file(const std::filesystem::path& path) {
+  if (path.empty()) throw OutputError("the output path is empty");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw OutputError("cannot check " + path.string() + ": " + errno_text());
+  }
+  if (!S_ISREG(st.st_mode))
+    throw OutputError(path.string() + " is " + file_kind(st.st_mode) +
+                      ", not a regular file; refusing to replace it (give a regular file or a new name)");
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  check_output_file(path);
   TempFile tmp(path);
   const char* data = contents.data();
   std::size_t left = contents.size();
@@ -79,7 +178,27 @@ void ensure_writable_directory(const std::filesystem::path& dir) {
     throw OutputError("output path " + dir.string() + " is not a directory");
   }
   // Access checks lie for root; creating a file is the only honest test.
-  TempFile probe(dir / "probe");
+  { TempFile probe(dir / "probe"); }
+  remove_stale_temporaries(dir);
+}
+
+void remove_stale_temporaries(const std::filesystem::path& dir) {
+  // .NAME.tmp.PID.XXXXXX as TempFile names them; mkstemp's suffix is six letters or digits.
+  static const std::regex pattern(R"(\..+\.tmp\.([0-9]{1,10})\.[A-Za-z0-9]{6})");
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, pattern)) continue;
+    const long pid = std::stol(m[1].str());
+    if (pid <= 0 || pid > 0x7fffffffL) continue;
+    // Only a process that no longer exists cannot be writing the file (a reused pid keeps it: harmless).
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+        ::unlink(it->path().c_str());
+    }
+  }
 }
 
 }  // namespace attnlab

@@ -510,6 +510,11 @@ HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name)
   std::vector<std::size_t> full(kNpyMaxDims - array.dims(), 1);
   full.insert(full.end(), array.shape.begin(), array.shape.end());
   if (full[0] == 0 || full[1] == 0) fail(name, fmt::format("batch and heads must be at least 1, got shape {}", shape_text(array.shape)));
+  // Checked before the stack is allocated: an empty array's header costs nothing to write, but
+  // (1, 300000000, 0, 8) would otherwise allocate 3e8 empty matrices (gigabytes) before any check.
+  if (full[2] == 0 || full[3] == 0)
+    fail(name, fmt::format("has n = {} rows of d = {} columns (shape {}); both must be at least 1", full[2], full[3],
+                           shape_text(array.shape)));
   HeadStack<T> s(as_index(full[0], name), as_index(full[1], name), as_index(full[2], name), as_index(full[3], name));
   std::size_t at = 0;
   for (Eigen::Index h = 0; h < s.count(); ++h)
