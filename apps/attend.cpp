@@ -1,10 +1,16 @@
 // attend: one attention method of the library on the user's .npy inputs, the output written as .npy.
 #include <CLI/CLI.hpp>
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <new>
+#include <sys/resource.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <omp.h>
 #include <optional>
 #include <string>
@@ -56,6 +62,9 @@ struct Options {
 
 constexpr Eigen::Index kDefaultFeatures = 256;
 
+// The run's estimated peak memory, kept for the message should an allocation fail anyway.
+double current_need = 0;
+
 const char* const kMethodHelp = R"(Methods (--method), all on every (batch, head) with one draw shared by all heads:
   exact           softmax(Q K^T / sqrt(d)) V, forming the n_q x n_k matrix
   streaming       the same, --block keys at a time with a running max and sum (online softmax)
@@ -70,7 +79,9 @@ const char* const kMethodHelp = R"(Methods (--method), all on every (batch, head
   nystrom         Nystromformer: --landmarks segment means, the --pinv pseudoinverse (nothing random)
 Inputs: Q (n_q x d), K (n_k x d), V (n_k x d_v), each 2-D, or 3-D (heads, n, d) or 4-D (batch, heads,
 n, d) stacks; a 2-D file is one head. The output has Q's leading axes and (n_q, d_v), in --dtype.
-Exit status: 0 done, 1 the run failed (a non-finite output: nothing is written), 2 bad input.
+Exit status: 0 done; 1 the run failed (a non-finite output, or out of memory despite the estimate:
+nothing is written); 2 bad input, including an input whose estimated memory exceeds what is available
+(checked before any large allocation).
 )";
 
 // A plain decimal integer in [lo, hi], with one message for either failure (CLI11's `&` prints both).
@@ -253,11 +264,125 @@ NystromOptions nystrom_options(const Options& o, Eigen::Index n_q, Eigen::Index 
 }
 
 // --out must name a file in an existing, writable directory; checked before any work.
+// Options that mean something only for some methods are refused with the others, rather than
+// ignored: a user who passes --landmarks with --method exact believes something that is not true.
+// (--seed is accepted with every method, so one command line can loop over methods; only
+// linformer with gaussian projections, random-fourier and favor draw anything.)
+void check_option_use(const CLI::App& app, const Options& o) {
+  struct Use {
+    const char* flag;
+    std::vector<std::string> methods;
+  };
+  const std::vector<Use> uses = {
+      {"--block", {"streaming"}},
+      {"--proj", {"linformer"}},
+      {"--projection", {"linformer"}},
+      {"--share-kv", {"linformer"}},
+      {"--features", {"random-fourier", "favor"}},
+      {"--temperature", {"random-fourier"}},
+      {"--iid", {"favor"}},
+      {"--landmarks", {"nystrom"}},
+      {"--pinv", {"nystrom"}},
+      {"--pinv-iterations", {"nystrom"}},
+      {"--pinv-init", {"nystrom"}},
+      {"--rcond", {"nystrom"}},
+  };
+  for (const Use& u : uses)
+    if (app.count(u.flag) > 0 && std::find(u.methods.begin(), u.methods.end(), o.method) == u.methods.end())
+      throw UsageError(fmt::format("{} applies to --method {} only, not to --method {}", u.flag,
+                                   fmt::join(u.methods, " or "), o.method));
+  if (o.method == "nystrom") {
+    if (o.pinv == "svd" && (app.count("--pinv-iterations") > 0 || app.count("--pinv-init") > 0))
+      throw UsageError(fmt::format("--{} applies to --pinv iterative only, not to --pinv svd",
+                                   app.count("--pinv-iterations") > 0 ? "pinv-iterations" : "pinv-init"));
+    if (o.pinv == "iterative" && app.count("--rcond") > 0)
+      throw UsageError("--rcond applies to --pinv svd only, not to --pinv iterative");
+  }
+  // rcond >= 1 drops every singular value (s_i < rcond * s_max for all i): an all-zero output.
+  if (o.rcond >= 1) throw UsageError(fmt::format("--rcond: {} drops every singular value; give a value below 1 "
+                                                 "(or a negative one for m * eps)", o.rcond));
+  const bool draws_anything = o.method == "random-fourier" || o.method == "favor" ||
+                              (o.method == "linformer" && o.projection == "gaussian");
+  for (const char* flag : {"--draws", "--save-draws"})
+    if (app.count(flag) > 0 && !draws_anything)
+      throw UsageError(fmt::format("{}: --method {}{} makes no random draws", flag, o.method,
+                                   o.method == "linformer" ? " with --projection segment-mean" : ""));
+  if (app.count("--save-draws") > 0 && o.save_draws.empty()) throw UsageError("--save-draws: the path is empty");
+}
+
+// --save-draws must be an existing writable directory or a new one in an existing directory; it is
+// created only when the run has succeeded, so a failed run leaves no empty directory behind.
+void check_save_draws_path(const fs::path& dir) {
+  try {
+    if (fs::exists(dir)) {
+      ensure_writable_directory(dir);
+    } else {
+      const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+      if (!fs::is_directory(parent))
+        throw UsageError(fmt::format("--save-draws: {} is not an existing directory", parent.string()));
+      ensure_writable_directory(parent);
+    }
+  } catch (const OutputError& e) {
+    throw UsageError(fmt::format("--save-draws: {}", e.what()));
+  }
+}
+
+// The memory a run needs at its peak, estimated before anything large is allocated: the three
+// inputs and the output (as double while read, then as T), and per worker thread the method's
+// working set. Exact attention forms one n_q x n_k matrix per head in flight; the others O(n).
+struct MemoryNeed {
+  double bytes = 0;
+  double per_thread_matrix = 0;  // exact: the n_q x n_k matrix each worker holds
+};
+
+template <typename T>
+MemoryNeed estimate_memory(const Options& o, const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                           int threads) {
+  const double heads = static_cast<double>(q.count());
+  const double n_q = static_cast<double>(q.n()), n_k = static_cast<double>(k.n());
+  const double d = static_cast<double>(q.d()), d_v = static_cast<double>(v.d());
+  MemoryNeed need;
+  const double io = heads * (n_q * d + n_k * d + n_k * d_v + n_q * d_v) * sizeof(T);
+  const double workers = std::min(static_cast<double>(threads), heads);
+  if (o.method == "exact") need.per_thread_matrix = n_q * n_k * sizeof(T);
+  need.bytes = io + workers * need.per_thread_matrix;
+  return need;
+}
+
+// Bytes this process may still allocate: the smaller of MemAvailable and the address-space limit
+// (prlimit --as) less what is mapped already. Infinity when neither can be read.
+double available_memory() {
+  double avail = std::numeric_limits<double>::infinity();
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (unsigned long long kb = 0; std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = 1024.0 * kb;
+    std::fclose(f);
+  }
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    double mapped = 0;
+    if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+      char line[256];
+      while (std::fgets(line, sizeof line, f))
+        if (unsigned long long kb = 0; std::sscanf(line, "VmSize: %llu kB", &kb) == 1) mapped = 1024.0 * kb;
+      std::fclose(f);
+    }
+    avail = std::min(avail, static_cast<double>(lim.rlim_cur) - mapped);
+  }
+  return avail;
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
+
+// A device node, FIFO or symbolic link at --out is refused, never replaced (see check_output_file).
 void check_output_path(const fs::path& out) {
+  if (out.empty()) throw UsageError("--out: the path is empty; name an .npy file");
   if (fs::is_directory(out)) throw UsageError(fmt::format("--out: {} is a directory", out.string()));
   const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
   if (!fs::is_directory(dir)) throw UsageError(fmt::format("--out: {} is not an existing directory", dir.string()));
   try {
+    check_output_file(out);
     ensure_writable_directory(dir);
   } catch (const OutputError& e) {
     throw UsageError(fmt::format("--out: {}", e.what()));
@@ -284,13 +409,18 @@ int run(const Options& o) {
   check_output_path(o.out);
   const Input<T> q = read_input<T>("--q", o.q), k = read_input<T>("--k", o.k), v = read_input<T>("--v", o.v);
   check_shapes(q, k, v);
-  if (!o.save_draws.empty()) {
-    try {
-      ensure_writable_directory(o.save_draws);
-    } catch (const OutputError& e) {
-      throw UsageError(fmt::format("--save-draws: {}", e.what()));
-    }
-  }
+  if (!o.save_draws.empty()) check_save_draws_path(o.save_draws);
+  const MemoryNeed need = estimate_memory(o, q.stack, k.stack, v.stack, omp_get_max_threads());
+  if (const double avail = available_memory(); need.bytes > avail)
+    throw UsageError(fmt::format(
+        "--method {} needs about {} here ({}), {} available{}", o.method, gib(need.bytes),
+        need.per_thread_matrix > 0
+            ? fmt::format("an n_q x n_k = {} x {} {} matrix per worker thread", q.stack.n(), k.stack.n(), o.dtype)
+            : "inputs and output",
+        gib(avail),
+        o.method == "exact" ? "; --method streaming computes the same attention in O(n) memory, --threads 1 holds one matrix"
+                            : ""));
+  current_need = need.bytes;
   const Eigen::Index n_q = q.stack.n(), n_k = k.stack.n(), d = q.stack.d();
 
   Draws draws;
@@ -319,7 +449,14 @@ int run(const Options& o) {
   }
   check_finite(out, o.method);
 
-  if (!o.save_draws.empty()) save_draws(o.save_draws, draws);
+  if (!o.save_draws.empty()) {
+    try {
+      fs::create_directories(o.save_draws);
+    } catch (const fs::filesystem_error& e) {
+      throw UsageError(fmt::format("--save-draws: cannot create {}: {}", o.save_draws.string(), e.code().message()));
+    }
+    save_draws(o.save_draws, draws);
+  }
   // The output keeps Q's leading axes: a 2-D Q gives an (n_q, d_v) array.
   NpyArray array = to_npy(out);
   array.shape.erase(array.shape.begin(), array.shape.begin() + static_cast<std::ptrdiff_t>(kNpyMaxDims - q.dims));
@@ -342,6 +479,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", kName, e.what());
     return kExitUsage;
   }
+  try {
+    check_option_use(app, o);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "{}: {}\n", kName, e.what());
+    return kExitUsage;
+  }
   omp_set_num_threads(o.threads > 0 ? o.threads : omp_get_num_procs());
   // Heads run in parallel; Eigen's own threading would change summation order with --threads.
   Eigen::setNbThreads(1);
@@ -354,6 +497,10 @@ int main(int argc, char** argv) {
     // The library refusing a shape or parameter the checks above let through: still the input's fault.
     fmt::print(stderr, "{}: {}\n", kName, e.what());
     return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "{}: out of memory during --method {} (estimated need {}, {} available at the start)\n", kName,
+               o.method, gib(current_need), gib(available_memory()));
+    return kExitFailure;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", kName, e.what());
     return kExitFailure;

@@ -17,7 +17,13 @@
 #include "attnlab/attention/random_features.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/attention/streaming_attention.hpp"
+#include "attnlab/lab/subprocess.hpp"
 #include "support.hpp"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 using namespace attnlab;
 using attnlab::testing::read_text;
@@ -189,6 +195,16 @@ TEST_CASE("attend --save-draws writes the draws the library made, and --draws re
   CHECK(read_npy_matrix<double>(saved / "F.npy") == p.f);
 }
 
+// A 128-byte .npy header of shape (1, 300000000, 0, 8): no data, but a stack of 3e8 empty heads if
+// allocated before n >= 1 is checked (issue 18: 7 GB and 96 s, or std::bad_alloc).
+std::string write_empty_stack(const fs::path& path) {
+  NpyArray a;
+  a.shape = {1, 300000000, 0, 8};
+  a.dtype = NpyDtype::float64;
+  write_npy(path, a);
+  return path.string();
+}
+
 TEST_CASE("attend refuses bad input with exit status 2, one line naming the problem, and no output") {
   const Inputs in(0), stack(3);
   const fs::path dir = in.dir.path();
@@ -244,6 +260,22 @@ TEST_CASE("attend refuses bad input with exit status 2, one line naming the prob
       {{"--method", "favor", "--features", "11", "--draws", (dir / "draws_bad").string()}, "--features"},
       {{"--method", "favor", "--draws", dir.string(), "--save-draws", (dir / "s").string()}, "--draws"},
       {{"--method", "favor", "--save-draws", (dir / "text.npy").string()}, "--save-draws"},
+      // Issue 18: an empty --out, a seed above 2^64 - 1, options meaningless for the method.
+      {{"--out", ""}, "--out"},
+      {{"--seed", "18446744073709551616"}, "--seed"},
+      {{"--seed", "99999999999999999999999"}, "--seed"},
+      {{"--method", "nystrom", "--pinv", "svd", "--rcond", "1"}, "--rcond"},
+      {{"--method", "nystrom", "--pinv", "svd", "--rcond", "5"}, "--rcond"},
+      {{"--method", "nystrom", "--rcond", "0.1"}, "--rcond"},
+      {{"--method", "nystrom", "--pinv", "svd", "--pinv-iterations", "3"}, "--pinv-iterations"},
+      {{"--method", "exact", "--landmarks", "4"}, "--landmarks"},
+      {{"--method", "exact", "--block", "4"}, "--block"},
+      {{"--method", "favor", "--temperature", "2"}, "--temperature"},
+      {{"--method", "random-fourier", "--iid"}, "--iid"},
+      {{"--method", "exact", "--save-draws", (dir / "s").string()}, "--save-draws"},
+      {{"--method", "nystrom", "--draws", dir.string()}, "--draws"},
+      {{"--method", "linformer", "--projection", "segment-mean", "--save-draws", (dir / "s").string()}, "--save-draws"},
+      {{"--q", write_empty_stack(dir / "huge_empty.npy")}, "at least 1"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = c.args;
@@ -287,4 +319,61 @@ TEST_CASE("attend --help lists every method and its parameters") {
                            "--iid", "--landmarks", "--pinv", "--pinv-iterations", "--pinv-init", "--rcond", "--seed",
                            "--save-draws", "--draws", "--dtype", "--threads"})
     CHECK(r.output.find(word) != std::string::npos);
+}
+
+TEST_CASE("attend never replaces a FIFO, a symbolic link or a device node at --out") {
+  const Inputs in(0);
+  const fs::path dir = in.dir.path();
+  const fs::path fifo = dir / "fifo", target = dir / "target.npy", link = dir / "link.npy";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  std::ofstream(target) << "keep me\n";
+  fs::create_symlink(target, link);
+  std::vector<fs::path> outs = {fifo, link};
+  // /dev/null itself when not root; as root a private character device like it (mknod c 1 3).
+  const fs::path fakenull = dir / "fakenull";
+  if (::geteuid() == 0 && ::mknod(fakenull.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) outs.push_back(fakenull);
+  else outs.push_back("/dev/null");
+  for (const fs::path& out : outs) {
+    INFO("--out " << out.string());
+    const auto r = run_binary("attend", concat(in.args, {"--out", out.string()}));
+    INFO(r.output);
+    CHECK(r.exit_status == 2);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.find("not a regular file") != std::string::npos);
+    CHECK(!fs::is_regular_file(fs::symlink_status(out)));
+  }
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  CHECK(attnlab::testing::read_text(target) == "keep me\n");
+  // No temporary is left beside them.
+  for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+}
+
+TEST_CASE("attend refuses, before allocating it, exact attention that needs more memory than it may use") {
+  // Q, K, V of 16384 x 4 doubles (512 KiB each): exact attention needs a 16384 x 16384 double matrix
+  // (2 GiB) per worker; under an address-space cap of 1 GiB the estimate must refuse it with exit 2
+  // and point at streaming, instead of failing inside the allocator.
+  ScratchDir dir;
+  const Mat<double> x = Mat<double>::Constant(16384, 4, 0.5);
+  for (const char* name : {"q.npy", "k.npy", "v.npy"}) write_npy(dir.path() / name, to_npy(x));
+  const fs::path out = dir.path() / "out.npy";
+  const ProcessResult r = run_process(
+      "/usr/bin/prlimit", {"--as=1073741824", std::string(ATTNLAB_BIN_DIR) + "/attend", "--q",
+                           (dir.path() / "q.npy").string(), "--k", (dir.path() / "k.npy").string(), "--v",
+                           (dir.path() / "v.npy").string(), "--threads", "1", "--out", out.string()},
+      true);
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(r.output.find("needs about") != std::string::npos);
+  CHECK(r.output.find("--method streaming") != std::string::npos);
+  CHECK(!fs::exists(out));
+  // The same request with the header-only empty stack is refused under the cap as well (no allocation).
+  const ProcessResult e = run_process(
+      "/usr/bin/prlimit", {"--as=1073741824", std::string(ATTNLAB_BIN_DIR) + "/attend", "--q",
+                           write_empty_stack(dir.path() / "e.npy"), "--k", (dir.path() / "k.npy").string(), "--v",
+                           (dir.path() / "v.npy").string(), "--out", out.string()},
+      true);
+  INFO(e.output);
+  CHECK(e.exit_status == 2);
+  CHECK(e.output.find("at least 1") != std::string::npos);
 }

@@ -2,7 +2,9 @@
 #include "attnlab/lab/experiment_cli.hpp"
 
 #include <Eigen/Core>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <omp.h>
@@ -30,6 +32,11 @@ const CLI::Validator NonNegativeInteger(
     [](std::string& input) -> std::string {
       if (input.empty() || input.find_first_not_of("0123456789") != std::string::npos)
         return "'" + input + "' is not a non-negative integer";
+      // CLI11 would clamp a larger value to the type's maximum; a seed must name itself exactly.
+      std::uint64_t value = 0;
+      const auto [end, ec] = std::from_chars(input.data(), input.data() + input.size(), value);
+      if (ec == std::errc::result_out_of_range || end != input.data() + input.size())
+        return "'" + input + "' is larger than 18446744073709551615 (2^64 - 1)";
       return {};
     },
     "UINT");
@@ -39,11 +46,21 @@ ExperimentCli::ExperimentCli(std::string name, std::string description, std::opt
   app_.add_option("--seed", options_.seed, "base seed; trial seeds are derived from it")
       ->check(NonNegativeInteger)->capture_default_str();
   app_.add_flag("--quick", options_.quick, "small sweep for tests (seconds, not minutes)");
-  app_.add_option("--out", options_.out, "output directory for tables and claims.csv")->capture_default_str();
+  app_.add_option("--out", options_.out, "output directory for tables and claims.csv (default: results; quick-results with --quick)");
   app_.add_option("--threads", options_.threads, "worker threads (default: all cores)")
       ->check(NonNegativeInteger & CLI::Range(1, 1024));
   if (given) given_.emplace(app_, *given);
 }
+
+namespace {
+
+// Marks a directory written by --quick runs. A quick sweep's verdicts are smoke tests, not findings,
+// so quick and full results never share a directory: quick runs refuse a directory with a full run's
+// ledger in it (`exp_nystrom --quick` from the repository root would otherwise rewrite the committed
+// results/claims.csv), and full runs refuse a quick directory.
+constexpr const char* kQuickMarker = ".attnlab-quick";
+
+}  // namespace
 
 void ExperimentCli::parse(int argc, char** argv) {
   try {
@@ -62,11 +79,36 @@ void ExperimentCli::parse(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", name_, e.what());
     std::exit(kExitUsage);
   }
+  // Quick runs land in quick-results unless told otherwise, never in the committed results.
+  if (options_.quick && app_.count("--out") == 0) options_.out = "quick-results";
   try {
     ensure_writable_directory(options_.out);
   } catch (const OutputError& e) {
     fmt::print(stderr, "{}: --out: {}\n", name_, e.what());
     std::exit(kExitUsage);
+  }
+  if (!uses_given()) {
+    const bool marked_quick = std::filesystem::exists(options_.out / kQuickMarker);
+    if (options_.quick && !marked_quick && std::filesystem::exists(ledger_path())) {
+      fmt::print(stderr, "{}: --out: {} holds a full run's claims.csv; --quick results go elsewhere (default quick-results)\n",
+                 name_, options_.out.string());
+      std::exit(kExitUsage);
+    }
+    if (!options_.quick && marked_quick) {
+      fmt::print(stderr, "{}: --out: {} holds --quick results ({}); give a full run another directory\n", name_,
+                 options_.out.string(), kQuickMarker);
+      std::exit(kExitUsage);
+    }
+    if (options_.quick && !marked_quick) {
+      try {
+        write_file_atomically(options_.out / kQuickMarker,
+                              "This directory holds attnlab --quick results (smoke tests, not findings); "
+                              "full runs refuse it.\n");
+      } catch (const OutputError& e) {
+        fmt::print(stderr, "{}: --out: {}\n", name_, e.what());
+        std::exit(kExitUsage);
+      }
+    }
   }
   if (uses_given() && std::filesystem::exists(ledger_path())) {
     fmt::print(stderr, "{}: --out: {} holds a claims ledger; write runs on given inputs to another directory\n", name_,

@@ -22,7 +22,7 @@ inline constexpr int kExitUsage = 2;
 struct CommonOptions {
   std::uint64_t seed = 20250311;  // the date of seed 000's post, as good as any
   bool quick = false;
-  std::filesystem::path out = "results";
+  std::filesystem::path out = "results";  // quick-results with --quick
   int threads = 0;  // 0 until parsed; then the number of OpenMP threads used
 };
 
