@@ -83,11 +83,17 @@ GrowthResult growth(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index
   r.product_bitwise = (s_new.array() == s_old.array()).all();
   const Mat<T> s_scaled = attention_scores(x, wq, wk, scale);
   const Mat<T> s_rescaled = attention_scores(x, wq2, wk2, T(1 / std::sqrt(double(k + p))));
-  r.rescaled_change = (s_rescaled - s_scaled).template cast<double>().norm() / s_scaled.template cast<double>().norm();
+  // Relative to zero scores (zero W_Q or W_K given), a change is 0 when nothing moved and infinite
+  // otherwise: defined values for a degenerate input instead of 0/0.
+  const auto relative_change = [](double change, double base) {
+    if (base == 0) return change == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+    return change / base;
+  };
+  r.rescaled_change = relative_change((s_rescaled - s_scaled).template cast<double>().norm(), s_scaled.template cast<double>().norm());
   const Mat<T> wq_any = wq2 + new_columns_block(Mat<T>(gaussian_matrix<T>(d, p, rng, sd)), k);
   const Mat<T> wk_any = wk2 + new_columns_block(Mat<T>(gaussian_matrix<T>(d, p, rng, sd)), k);
-  r.both_new_change = (attention_scores(x, wq_any, wk_any, scale) - s_scaled).template cast<double>().norm() /
-                      s_scaled.template cast<double>().norm();
+  r.both_new_change = relative_change((attention_scores(x, wq_any, wk_any, scale) - s_scaled).template cast<double>().norm(),
+                                      s_scaled.template cast<double>().norm());
   // One SGD step on the new columns only; the temperature stays at the old d_k.
   auto step_on_new = [&](const Mat<T>& q, const Mat<T>& kk, double& grad_norm, double& change, double* predicted) {
     const T before = loss.value(attention_scores(x, q, kk, scale));
@@ -187,8 +193,8 @@ int main(int argc, char** argv) {
     });
     CsvTable bias_table({int_col("n"), int_col("d"), text_col("precision"), real_col("ratio"), text_col("bitwise")});
     CsvTable grow_table({int_col("n"), int_col("d"), int_col("d_k"), int_col("p"), text_col("precision"),
-                         real_col("product_ratio"), text_col("product_bitwise"), real_col("bias_product_ratio"), real_col("rescaled_score_change"),
-                         real_col("both_sides_new_score_change"), real_col("zero_padded_new_grad"),
+                         real_col("product_ratio"), text_col("product_bitwise"), real_col("bias_product_ratio"), real_col("rescaled_score_change", true),
+                         real_col("both_sides_new_score_change", true), real_col("zero_padded_new_grad"),
                          real_col("zero_padded_step_loss_change"), real_col("one_side_new_grad"),
                          real_col("one_side_step_loss_change"), real_col("one_side_first_order_prediction")});
     double worst_bias = 0, worst_product = 0, max_rescaled = 0, min_rescaled = std::numeric_limits<double>::infinity(),

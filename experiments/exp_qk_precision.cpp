@@ -33,6 +33,13 @@ struct Errors {
 template <typename T, typename R>
 double relative_error(const Mat<T>& approx, const Mat<R>& ref) {
   const Mat<R> diff = approx.template cast<R>() - ref;
+  // A zero reference (zero W_Q or W_K given, say) makes the ratio 0/0; the computed scores are then
+  // exactly zero as well (every route multiplies by a zero factor), and "no error" is what happened.
+  if (ref.norm() == R(0)) {
+    if (diff.norm() == R(0)) return 0.0;
+    throw std::runtime_error("degenerate input: the reference is zero but the computed result is not (absolute error " +
+                             std::to_string(static_cast<double>(diff.norm())) + ")");
+  }
   return static_cast<double>(diff.norm() / ref.norm());
 }
 
@@ -58,7 +65,9 @@ Errors measure(const Eigen::MatrixXd& x64, const Eigen::MatrixXd& wq64, const Ei
   const EigenPairs<T> dense = eigen_dense<T>(symmetric_part(qk_product(wq, wk)));
   const EigenPairs<T> low = eigen_low_rank_qr(wq, wk);
   if (dense.status != EigenStatus::ok || low.status != EigenStatus::ok)
-    throw std::runtime_error("eigen-decomposition failed: " + dense.detail + low.detail);
+    throw std::runtime_error("eigen-decomposition failed: " + (dense.status != EigenStatus::ok ? "dense: " + dense.detail : std::string()) +
+                             (dense.status != EigenStatus::ok && low.status != EigenStatus::ok ? "; " : "") +
+                             (low.status != EigenStatus::ok ? "low-rank QR: " + low.detail : std::string()));
   const Mat<T> via_dense = reparameterized_scores(x, dense), via_qr = reparameterized_scores(x, low);
   return {relative_error(direct, ref_direct),
           relative_error(via_dense, ref_sym),

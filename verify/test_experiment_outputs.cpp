@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -98,13 +99,23 @@ TEST_CASE("interrupted runs leave no temporary file and no half-written table") 
   Rng rng(seed);
   ScratchDir out;
   for (int i = 0; i < 40; ++i) {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      const std::string exe = bin(kExperiment), dir = out.path().string();
-      ::execl(exe.c_str(), exe.c_str(), "--quick", "--out", dir.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    // posix_spawn with the signals' default actions restored: a signal that arrives before exec must
+    // not run the test framework's own handlers in the child.
+    const std::string exe = bin(kExperiment), dir = out.path().string();
+    std::vector<char*> argv = {const_cast<char*>(exe.c_str()), const_cast<char*>("--quick"),
+                               const_cast<char*>("--out"), const_cast<char*>(dir.c_str()), nullptr};
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, exe.c_str(), nullptr, &attr, argv.data(), environ);
+    posix_spawnattr_destroy(&attr);
+    REQUIRE(rc == 0);
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(rng.uniform() * 400000)));
     ::kill(pid, i % 2 == 0 ? SIGINT : SIGTERM);
     int status = 0;
