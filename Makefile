@@ -53,6 +53,8 @@ report: check-deps
 # message when Debian's python3-torch is missing), then the table and figure. BENCH_FLAGS=--quick for a smoke run.
 BENCH_THREADS ?= 2
 BENCH_FLAGS ?=
+# A quick benchmark never lands in the committed results (quick and full runs refuse each other's directory).
+BENCH_OUT ?= $(if $(findstring --quick,$(BENCH_FLAGS)),quick-results,results)
 PYTHON ?= /usr/bin/python3
 # Both sides run with glibc's heap kept between runs (no trimming; blocks below 32 MiB from the heap):
 # otherwise every timed run pays page faults for the memory the previous run gave back to the kernel,
@@ -60,12 +62,12 @@ PYTHON ?= /usr/bin/python3
 BENCH_ENV ?= GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
 bench: check-deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7
-	$(BENCH_ENV) $(BUILD)/bin/bench_attention --out results --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(BENCH_ENV) $(BUILD)/bin/bench_attention --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
-	  $(BENCH_ENV) $(PYTHON) bench/bench_attention_torch.py --csv results/bench_attention.csv --threads $(BENCH_THREADS); \
+	  $(BENCH_ENV) $(PYTHON) bench/bench_attention_torch.py --csv $(BENCH_OUT)/bench_attention.csv --threads $(BENCH_THREADS); \
 	else echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the torch peer is skipped"; fi
-	$(BENCH_ENV) $(BUILD)/bin/bench_r7 --out results --threads $(BENCH_THREADS) $(BENCH_FLAGS)
-	$(PYTHON) tools/bench_report.py --results results --readme README.md
+	$(BENCH_ENV) $(BUILD)/bin/bench_r7 --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT) $(if $(findstring --quick,$(BENCH_FLAGS)),,--readme README.md)
 
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick

@@ -174,10 +174,12 @@ int main(int argc, char** argv) {
     Progress progress("bench_attention", configs.size());
     for (const Config& c : configs) {
       // A fresh process per configuration: its peak memory is its own, not the largest so far.
-      const ProcessResult r = run_process(self, {"--run-one", c.spec(), "--seed", std::to_string(opt.seed), "--threads",
-                                                 std::to_string(opt.threads), "--repeats", std::to_string(repeats),
-                                                 "--out", opt.out.string()},
-                                          false);
+      // The child gets --quick too: quick and full runs refuse each other's --out directory.
+      std::vector<std::string> args = {"--run-one", c.spec(), "--seed", std::to_string(opt.seed), "--threads",
+                                       std::to_string(opt.threads), "--repeats", std::to_string(repeats),
+                                       "--out", opt.out.string()};
+      if (opt.quick) args.push_back("--quick");
+      const ProcessResult r = run_process(self, args, false);
       std::istringstream in(r.output);
       double seconds = 0, peak = 0;
       if (r.exit_status != 0 || !(in >> seconds >> peak))

@@ -56,7 +56,7 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
   }
   CHECK(methods == std::set<std::string>{"exact", "streaming", "linear", "linformer", "nystrom"});
   CHECK(long_sequence);
-  CHECK(dir.files() == std::vector<std::string>{"bench_attention.csv"});
+  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_attention.csv"});
 }
 
 TEST_CASE("bench_r7 --quick writes both paths' times and residual ratios") {
