@@ -23,14 +23,16 @@ void mha_forward(const Mat<T>& z, const MhaParams<T>& p, const TrainableAttentio
   // pass 2: each (image, head) is an independent attention over n tokens. The head's columns are
   // copied into contiguous (n, d_k) matrices, the method's interface.
   tape.o.resize(z.rows(), D);
-  tape.heads.resize(static_cast<std::size_t>(B * heads));
+  // Without keep_tape no head tape survives, so a backward after an evaluation forward fails loudly.
+  tape.heads.clear();
+  if (keep_tape) tape.heads.resize(static_cast<std::size_t>(B * heads));
   for (Eigen::Index b = 0; b < B; ++b)
     for (Eigen::Index h = 0; h < heads; ++h) {
       tape.qh = tape.q.block(b * n, h * dk, n, dk);
       tape.kh = tape.k.block(b * n, h * dk, n, dk);
       tape.vh = tape.v.block(b * n, h * dk, n, dk);
-      auto& head_tape = tape.heads[static_cast<std::size_t>(b * heads + h)];
-      method.forward(h, tape.qh, tape.kh, tape.vh, tape.oh, keep_tape ? &head_tape : nullptr);
+      method.forward(h, tape.qh, tape.kh, tape.vh, tape.oh,
+                     keep_tape ? &tape.heads[static_cast<std::size_t>(b * heads + h)] : nullptr);
       tape.o.block(b * n, h * dk, n, dk) = tape.oh;
     }
   // pass 3: the output projection of the concatenated heads.

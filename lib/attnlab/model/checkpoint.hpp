@@ -1,0 +1,40 @@
+// ViT checkpoints (vit_spec.md): a directory with manifest.json and one float32 .npy per parameter or
+// buffer (C order, loadable by numpy.load), named after the tensor.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include "attnlab/model/vit.hpp"
+
+namespace attnlab {
+
+// A checkpoint that cannot be read or does not match the model; what() is one line naming the
+// directory and the mismatch. Executables map it to exit status 2.
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What the manifest says about the model, enough to build a matching ViT before load_checkpoint.
+struct CheckpointInfo {
+  ViTConfig config;
+  std::int64_t step = 0;
+};
+
+// Writes the model's parameters and buffers and manifest.json into `dir` (created if needed; each file
+// atomically, the manifest last). `step` is the number of optimiser steps taken.
+template <typename T>
+void save_checkpoint(ViT<T>& model, const std::filesystem::path& dir, std::int64_t step);
+
+// Reads manifest.json of `dir` (CheckpointError if missing, malformed or of another format).
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir);
+
+// Loads `dir` into `model`: the manifest's method and widths must equal the model's and every tensor
+// of the model must be present with its shape (and no other), else CheckpointError naming the first
+// mismatch. The model is left unchanged on error. float32 values load exactly into float.
+template <typename T>
+void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir);
+
+}  // namespace attnlab

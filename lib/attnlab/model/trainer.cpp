@@ -1,0 +1,165 @@
+// The data-parallel training step and the evaluation loop.
+#include "attnlab/model/trainer.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "attnlab/model/patch_embedding.hpp"
+
+namespace attnlab {
+
+namespace {
+
+// Eigen's own threading off while chunks run in parallel (each GEMM on one thread, the same
+// kernel whatever the thread count); the previous setting restored on exit.
+struct EigenSingleThreaded {
+  int saved = Eigen::nbThreads();
+  EigenSingleThreaded() { Eigen::setNbThreads(1); }
+  ~EigenSingleThreaded() { Eigen::setNbThreads(saved); }
+};
+
+// Runs body(c) for c = 0 .. chunks-1 over OpenMP threads; the first exception is rethrown here.
+template <typename Body>
+void parallel_chunks(Eigen::Index chunks, const Body& body) {
+  std::exception_ptr error;
+  std::mutex mutex;
+#pragma omp parallel for schedule(static)
+  for (Eigen::Index c = 0; c < chunks; ++c) {
+    try {
+      body(c);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+std::uint8_t checked_label(const ImageSet& data, std::int64_t i) {
+  if (i < 0 || i >= data.count())
+    throw std::out_of_range("image index " + std::to_string(i) + " outside 0.." + std::to_string(data.count() - 1));
+  return data.labels[static_cast<std::size_t>(i)];
+}
+
+}  // namespace
+
+std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng) {
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  std::iota(idx.begin(), idx.end(), std::int64_t{0});
+  for (std::int64_t i = count - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(i + 1));
+    std::swap(idx[static_cast<std::size_t>(i)], idx[static_cast<std::size_t>(j)]);
+  }
+  return idx;
+}
+
+template <typename T>
+Trainer<T>::Trainer(ViT<T>& model, const AdamOptions& adam) : model_(model), adam_(model.parameter_tensors(), adam) {}
+
+template <typename T>
+double Trainer<T>::step(const ImageSet& data, std::span<const std::int64_t> batch, double lr) {
+  const auto B = static_cast<Eigen::Index>(batch.size());
+  if (B == 0) throw std::invalid_argument("Trainer::step: empty batch");
+  const Eigen::Index chunks = (B + kChunkImages - 1) / kChunkImages;
+  while (static_cast<Eigen::Index>(act_.size()) < chunks) {
+    act_.emplace_back();
+    grads_.push_back(model_.zero_grads());
+    labels_.emplace_back();
+    losses_.push_back(0.0);
+  }
+  // The views into each chunk's gradient buffers (stable: grads_ is not resized below).
+  grad_refs_.clear();
+  for (auto& g : grads_) grad_refs_.push_back(model_.gradient_tensors(g));
+
+  const EigenSingleThreaded single;
+  const double scale = 1.0 / static_cast<double>(B);  // each chunk adds its share of the batch mean
+  parallel_chunks(chunks, [&](Eigen::Index c) {
+    const auto cu = static_cast<std::size_t>(c);
+    const Eigen::Index first = c * kChunkImages, size = std::min(kChunkImages, B - first);
+    const auto images = batch.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
+    for (auto& t : grad_refs_[cu]) Eigen::Map<Vec<T>>(t.data, t.size()).setZero();
+    labels_[cu].resize(images.size());
+    for (std::size_t i = 0; i < images.size(); ++i) labels_[cu][i] = checked_label(data, images[i]);
+    patchify<T>(data.pixels, images, data.side, model_.config().patch, act_[cu].patches);
+    losses_[cu] = model_.forward_backward(act_[cu], labels_[cu], scale, &grads_[cu]);
+  });
+  // The fixed reduction: chunk 0 += chunk 1, += chunk 2, ... in index order, tensor by tensor.
+  double loss = losses_[0];
+  for (Eigen::Index c = 1; c < chunks; ++c) {
+    const auto cu = static_cast<std::size_t>(c);
+    loss += losses_[cu];
+    for (std::size_t i = 0; i < grad_refs_[0].size(); ++i)
+      Eigen::Map<Vec<T>>(grad_refs_[0][i].data, grad_refs_[0][i].size()) +=
+          Eigen::Map<const Vec<T>>(grad_refs_[cu][i].data, grad_refs_[cu][i].size());
+  }
+  adam_.step(model_.parameter_tensors(), grad_refs_[0], lr);
+  return loss;
+}
+
+template <typename T>
+Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t count) {
+  const std::int64_t N = count < 0 ? data.count() : std::min(count, data.count());
+  Evaluation e;
+  e.count = N;
+  if (N == 0) return e;
+  const Eigen::Index chunks = (N + kChunkImages - 1) / kChunkImages;
+  std::vector<double> losses(static_cast<std::size_t>(chunks));
+  std::vector<std::int64_t> correct(static_cast<std::size_t>(chunks));
+  std::vector<ViTActivations<T>> act(static_cast<std::size_t>(omp_get_max_threads()));
+  const EigenSingleThreaded single;
+  parallel_chunks(chunks, [&](Eigen::Index c) {
+    auto& a = act[static_cast<std::size_t>(omp_get_thread_num())];
+    const Eigen::Index first = c * kChunkImages, size = std::min<Eigen::Index>(kChunkImages, N - first);
+    std::vector<std::int64_t> images(static_cast<std::size_t>(size));
+    std::iota(images.begin(), images.end(), first);
+    std::vector<std::uint8_t> labels(images.size());
+    for (std::size_t i = 0; i < images.size(); ++i) labels[i] = checked_label(data, images[i]);
+    patchify<T>(data.pixels, images, data.side, model.config().patch, a.patches);
+    losses[static_cast<std::size_t>(c)] = model.forward_backward(a, labels, 1.0, nullptr);
+    std::int64_t right = 0;
+    for (Eigen::Index i = 0; i < size; ++i) {
+      Eigen::Index arg = 0;
+      a.logits.row(i).maxCoeff(&arg);
+      right += arg == labels[static_cast<std::size_t>(i)] ? 1 : 0;
+    }
+    correct[static_cast<std::size_t>(c)] = right;
+  });
+  double loss = 0.0;
+  for (std::size_t c = 0; c < losses.size(); ++c) {
+    loss += losses[c];
+    e.correct += correct[c];
+  }
+  e.loss = loss / static_cast<double>(N);
+  return e;
+}
+
+template <typename T>
+Mat<T> predict_logits(const ViT<T>& model, const ImageSet& data, std::span<const std::int64_t> images) {
+  const auto N = static_cast<Eigen::Index>(images.size());
+  Mat<T> out(N, model.config().classes);
+  ViTActivations<T> a;
+  for (Eigen::Index first = 0; first < N; first += kChunkImages) {
+    const Eigen::Index size = std::min(kChunkImages, N - first);
+    const auto chunk = images.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
+    for (std::int64_t i : chunk) checked_label(data, i);
+    patchify<T>(data.pixels, chunk, data.side, model.config().patch, a.patches);
+    model.forward_backward(a, {}, 1.0, nullptr);
+    out.middleRows(first, size) = a.logits;
+  }
+  return out;
+}
+
+template class Trainer<float>;
+template class Trainer<double>;
+template Evaluation evaluate<float>(const ViT<float>&, const ImageSet&, std::int64_t);
+template Evaluation evaluate<double>(const ViT<double>&, const ImageSet&, std::int64_t);
+template Mat<float> predict_logits<float>(const ViT<float>&, const ImageSet&, std::span<const std::int64_t>);
+template Mat<double> predict_logits<double>(const ViT<double>&, const ImageSet&, std::span<const std::int64_t>);
+
+}  // namespace attnlab

@@ -1,0 +1,72 @@
+// Deterministic data-parallel training and evaluation of the ViT: each batch is cut into chunks of a
+// fixed number of images (a constant, not the thread count), each chunk's gradient goes to its own
+// buffer (OpenMP over chunks, Eigen single-threaded inside), and the chunks are summed in index order,
+// so weights, losses and accuracies are bit-identical for any thread count.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "attnlab/core/rng.hpp"
+#include "attnlab/model/adam.hpp"
+#include "attnlab/model/vit.hpp"
+
+namespace attnlab {
+
+// Images per chunk: the unit of parallel work and of the fixed reduction order.
+inline constexpr Eigen::Index kChunkImages = 16;
+
+// A set of labelled square uint8 images, row-major, one after another (views: the caller owns the data).
+struct ImageSet {
+  std::span<const std::uint8_t> pixels;  // count * side * side
+  std::span<const std::uint8_t> labels;  // count
+  int side = 28;
+  std::int64_t count() const { return static_cast<std::int64_t>(labels.size()); }
+};
+
+// 0 .. count-1 in a random order: Fisher-Yates with rng (j = floor(uniform() * (i + 1))).
+std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng);
+
+template <typename T>
+class Trainer {
+ public:
+  explicit Trainer(ViT<T>& model, const AdamOptions& adam = {});
+
+  // One optimiser step on the images data[batch]: the mean cross-entropy's gradient, summed chunk by
+  // chunk in index order, then Adam with learning rate lr. Returns the batch's mean loss (before the step).
+  double step(const ImageSet& data, std::span<const std::int64_t> batch, double lr);
+
+  // The last step's gradient (the chunks' sum), in manifest order.
+  const std::vector<TensorRef<T>>& last_gradient() const { return grad_refs_.front(); }
+
+  ViT<T>& model() { return model_; }
+  const Adam<T>& adam() const { return adam_; }
+
+ private:
+  ViT<T>& model_;
+  Adam<T> adam_;
+  std::vector<ViTActivations<T>> act_;               // per chunk
+  std::vector<ViTGrads<T>> grads_;                   // per chunk
+  std::vector<std::vector<TensorRef<T>>> grad_refs_; // per chunk, manifest order
+  std::vector<std::vector<std::uint8_t>> labels_;    // per chunk
+  std::vector<double> losses_;                       // per chunk
+};
+
+struct Evaluation {
+  double loss = 0.0;        // mean cross-entropy
+  std::int64_t correct = 0; // argmax (first maximum) equals the label
+  std::int64_t count = 0;
+  double accuracy() const { return count > 0 ? static_cast<double>(correct) / static_cast<double>(count) : 0.0; }
+};
+
+// Mean loss and accuracy over the first `count` images of data (all when count < 0), in chunks of
+// kChunkImages over OpenMP threads, the chunks' losses summed in index order.
+template <typename T>
+Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t count = -1);
+
+// The logits (images.size(), classes) of data[images], one chunk after another on this thread.
+template <typename T>
+Mat<T> predict_logits(const ViT<T>& model, const ImageSet& data, std::span<const std::int64_t> images);
+
+}  // namespace attnlab

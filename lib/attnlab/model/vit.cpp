@@ -1,0 +1,227 @@
+// The ViT: initialisation, the parameter manifest, and the whole-model forward and backward passes.
+#include "attnlab/model/vit.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "attnlab/core/rng.hpp"
+#include "attnlab/model/classifier_head.hpp"
+#include "attnlab/model/patch_embedding.hpp"
+
+namespace attnlab {
+
+namespace {
+
+constexpr double kInitStd = 0.02;
+
+template <typename T>
+TensorRef<T> ref(const std::string& name, Mat<T>& m) {
+  return {name, m.data(), m.rows(), m.cols(), false};
+}
+template <typename T>
+TensorRef<T> ref(const std::string& name, Vec<T>& v) {
+  return {name, v.data(), v.rows(), 1, true};
+}
+
+// The model's own tensors in manifest order; `method(l, out)` appends layer l's method tensors after bo.
+template <typename T, typename MethodTensors>
+std::vector<TensorRef<T>> manifest(ViTParams<T>& p, MethodTensors method) {
+  std::vector<TensorRef<T>> out = {ref("embed.W", p.embed_W), ref("embed.b", p.embed_b), ref("embed.pos", p.embed_pos)};
+  for (std::size_t l = 0; l < p.blocks.size(); ++l) {
+    auto& b = p.blocks[l];
+    const std::string pre = "block" + std::to_string(l) + ".";
+    out.push_back(ref(pre + "ln1.gamma", b.ln1_gamma));
+    out.push_back(ref(pre + "ln1.beta", b.ln1_beta));
+    out.push_back(ref(pre + "attn.Wq", b.attn.Wq));
+    out.push_back(ref(pre + "attn.bq", b.attn.bq));
+    out.push_back(ref(pre + "attn.Wk", b.attn.Wk));
+    out.push_back(ref(pre + "attn.bk", b.attn.bk));
+    out.push_back(ref(pre + "attn.Wv", b.attn.Wv));
+    out.push_back(ref(pre + "attn.bv", b.attn.bv));
+    out.push_back(ref(pre + "attn.Wo", b.attn.Wo));
+    out.push_back(ref(pre + "attn.bo", b.attn.bo));
+    method(l, pre + "attn.method.", out);
+    out.push_back(ref(pre + "ln2.gamma", b.ln2_gamma));
+    out.push_back(ref(pre + "ln2.beta", b.ln2_beta));
+    out.push_back(ref(pre + "mlp.W1", b.mlp.W1));
+    out.push_back(ref(pre + "mlp.b1", b.mlp.b1));
+    out.push_back(ref(pre + "mlp.W2", b.mlp.W2));
+    out.push_back(ref(pre + "mlp.b2", b.mlp.b2));
+  }
+  out.push_back(ref("head.ln.gamma", p.head_ln_gamma));
+  out.push_back(ref("head.ln.beta", p.head_ln_beta));
+  out.push_back(ref("head.W", p.head_W));
+  out.push_back(ref("head.b", p.head_b));
+  return out;
+}
+
+template <typename T>
+ViTParams<T> shaped_params(const ViTConfig& c) {
+  const Eigen::Index D = c.D;
+  ViTParams<T> p;
+  p.embed_W = Mat<T>::Zero(c.patch_values(), D);
+  p.embed_b = Vec<T>::Zero(D);
+  p.embed_pos = Mat<T>::Zero(c.tokens(), D);
+  p.blocks.resize(static_cast<std::size_t>(c.layers));
+  for (auto& b : p.blocks) {
+    b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vec<T>::Zero(D);
+    b.attn.Wq = b.attn.Wk = b.attn.Wv = b.attn.Wo = Mat<T>::Zero(D, D);
+    b.attn.bq = b.attn.bk = b.attn.bv = b.attn.bo = Vec<T>::Zero(D);
+    b.mlp.W1 = Mat<T>::Zero(D, c.mlp);
+    b.mlp.b1 = Vec<T>::Zero(c.mlp);
+    b.mlp.W2 = Mat<T>::Zero(c.mlp, D);
+    b.mlp.b2 = Vec<T>::Zero(D);
+  }
+  p.head_ln_gamma = p.head_ln_beta = Vec<T>::Zero(D);
+  p.head_W = Mat<T>::Zero(D, c.classes);
+  p.head_b = Vec<T>::Zero(c.classes);
+  return p;
+}
+
+void check_config(const ViTConfig& c) {
+  auto bad = [](const std::string& what) { throw std::invalid_argument("ViT: " + what); };
+  if (c.patch <= 0 || c.image <= 0 || c.image % c.patch != 0)
+    bad("patch (= " + std::to_string(c.patch) + ") must divide image (= " + std::to_string(c.image) + ")");
+  if (c.D <= 0 || c.heads <= 0 || c.D % c.heads != 0)
+    bad("D (= " + std::to_string(c.D) + ") must be a positive multiple of heads (= " + std::to_string(c.heads) + ")");
+  if (c.layers <= 0) bad("layers (= " + std::to_string(c.layers) + ") must be positive");
+  if (c.mlp <= 0) bad("mlp (= " + std::to_string(c.mlp) + ") must be positive");
+  if (c.classes <= 0 || c.classes > 256) bad("classes (= " + std::to_string(c.classes) + ") must be in 1..256");
+}
+
+}  // namespace
+
+template <typename T>
+ViT<T>::ViT(const ViTConfig& config, const AttentionFactory& factory) : config_(config) {
+  check_config(config_);
+  params_ = shaped_params<T>(config_);
+  for (Eigen::Index l = 0; l < config_.layers; ++l) {
+    TrainableAttentionConfig a = config_.attention;
+    a.n = config_.tokens();
+    a.d_k = a.d_v = config_.head_width();
+    a.heads = config_.heads;
+    a.seed = derive_seed(config_.seed, 1000 + static_cast<std::uint64_t>(l));
+    attention_.push_back(factory(a));
+    if (!attention_.back()) throw std::invalid_argument("ViT: no attention method for '" + a.method + "'");
+  }
+  // Initialisation in manifest order: gamma 1, other vectors 0, matrices N(0, 0.02^2) column by column.
+  // The method's own tensors are initialised by the method and skipped here.
+  Rng rng(config_.seed);
+  for (auto& t : manifest(params_, [](std::size_t, const std::string&, std::vector<TensorRef<T>>&) {})) {
+    Eigen::Map<Mat<T>> m(t.data, t.rows, t.cols);
+    if (t.is_vector)
+      m.setConstant(t.name.ends_with(".gamma") ? T(1) : T(0));
+    else
+      m = gaussian_matrix<T>(t.rows, t.cols, rng, kInitStd);
+  }
+}
+
+template <typename T>
+std::vector<TensorRef<T>> ViT<T>::parameter_tensors() {
+  return manifest(params_, [this](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
+    auto& a = *attention_[l];
+    const auto names = a.parameter_names();
+    const auto mats = a.parameters();
+    for (std::size_t i = 0; i < mats.size(); ++i) out.push_back(ref(pre + names[i], *mats[i]));
+  });
+}
+
+template <typename T>
+std::vector<TensorRef<T>> ViT<T>::gradient_tensors(ViTGrads<T>& grads) {
+  return manifest(grads.params, [this, &grads](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
+    const auto names = attention_[l]->parameter_names();
+    for (std::size_t i = 0; i < grads.method[l].size(); ++i) out.push_back(ref(pre + names[i], grads.method[l][i]));
+  });
+}
+
+template <typename T>
+std::vector<TensorRef<T>> ViT<T>::buffer_tensors() {
+  std::vector<TensorRef<T>> out;
+  for (std::size_t l = 0; l < attention_.size(); ++l) {
+    const auto names = attention_[l]->buffer_names();
+    const auto mats = attention_[l]->buffers();
+    for (std::size_t i = 0; i < mats.size(); ++i)
+      out.push_back(ref("block" + std::to_string(l) + ".attn.method." + names[i], *mats[i]));
+  }
+  return out;
+}
+
+template <typename T>
+Eigen::Index ViT<T>::parameter_count() {
+  Eigen::Index total = 0;
+  for (const auto& t : parameter_tensors()) total += t.size();
+  return total;
+}
+
+template <typename T>
+ViTGrads<T> ViT<T>::zero_grads() const {
+  ViTGrads<T> g;
+  g.params = shaped_params<T>(config_);
+  for (const auto& a : attention_) {
+    std::vector<Mat<T>> m;
+    for (Mat<T>* p : a->parameters()) m.push_back(Mat<T>::Zero(p->rows(), p->cols()));
+    g.method.push_back(std::move(m));
+  }
+  return g;
+}
+
+template <typename T>
+double ViT<T>::forward_backward(ViTActivations<T>& act, std::span<const std::uint8_t> labels, double scale,
+                                ViTGrads<T>* grads) const {
+  const Eigen::Index n = config_.tokens(), H = config_.heads;
+  const auto L = static_cast<std::size_t>(config_.layers);
+  const ViTParams<T>& p = params_;
+  const bool train = grads != nullptr;
+  act.x.resize(L + 1);
+  act.blocks.resize(L);
+
+  // ---- forward ----
+  // pass 1: patches -> tokens with positions: x[0] (B n, D).
+  patch_embedding_forward(act.patches, p.embed_W, p.embed_b, p.embed_pos, act.x[0]);
+  // pass 2: the pre-LayerNorm blocks: h = x + MHA(LN1(x)); x' = h + MLP(LN2(h)).
+  for (std::size_t l = 0; l < L; ++l) {
+    auto& a = act.blocks[l];
+    const auto& b = p.blocks[l];
+    layernorm_forward(act.x[l], b.ln1_gamma, b.ln1_beta, a.ln1_out, a.ln1);
+    mha_forward(a.ln1_out, b.attn, *attention_[l], n, H, a.attn_out, a.mha, train);
+    a.h = act.x[l] + a.attn_out;
+    layernorm_forward(a.h, b.ln2_gamma, b.ln2_beta, a.ln2_out, a.ln2);
+    mlp_forward(a.ln2_out, b.mlp, a.mlp_out, a.mlp);
+    act.x[l + 1] = a.h + a.mlp_out;
+  }
+  // pass 3: final LayerNorm, mean over tokens, logits.
+  layernorm_forward(act.x[L], p.head_ln_gamma, p.head_ln_beta, act.head_ln_out, act.head_ln);
+  classifier_forward(act.head_ln_out, n, p.head_W, p.head_b, act.pooled, act.logits);
+  if (labels.empty()) return 0.0;
+  const double loss = cross_entropy(act.logits, labels, scale, train ? &act.dlogits : nullptr);
+  if (!train) return loss;
+
+  // ---- backward: the forward's passes in reverse, gradients ADDED into *grads ----
+  ViTParams<T>& g = grads->params;
+  // pass 3: logits -> final LayerNorm's input, dx = dL/dx[L].
+  classifier_backward(act.pooled, n, p.head_W, act.dlogits, act.dtmp, g.head_W, g.head_b);
+  layernorm_backward(act.dtmp, act.head_ln, p.head_ln_gamma, act.dx, g.head_ln_gamma, g.head_ln_beta);
+  // pass 2: blocks in reverse. The residual connections pass dx straight through and the branches add.
+  for (std::size_t l = L; l-- > 0;) {
+    auto& a = act.blocks[l];
+    const auto& b = p.blocks[l];
+    auto& gb = g.blocks[l];
+    // x' = h + MLP(LN2(h)): dh = dx + LN2^T MLP^T dx.
+    mlp_backward(a.ln2_out, b.mlp, a.mlp, act.dx, act.dz, gb.mlp);
+    layernorm_backward(act.dz, a.ln2, b.ln2_gamma, act.dtmp, gb.ln2_gamma, gb.ln2_beta);
+    act.dh = act.dx + act.dtmp;
+    // h = x + MHA(LN1(x)): dx = dh + LN1^T MHA^T dh.
+    mha_backward(a.ln1_out, b.attn, *attention_[l], n, H, a.mha, act.dh, act.dz, gb.attn,
+                 grads->method[l].empty() ? nullptr : &grads->method[l]);
+    layernorm_backward(act.dz, a.ln1, b.ln1_gamma, act.dtmp, gb.ln1_gamma, gb.ln1_beta);
+    act.dx = act.dh + act.dtmp;
+  }
+  // pass 1: into the embedding and the positions.
+  patch_embedding_backward(act.patches, act.dx, g.embed_W, g.embed_b, g.embed_pos);
+  return loss;
+}
+
+template class ViT<float>;
+template class ViT<double>;
+
+}  // namespace attnlab

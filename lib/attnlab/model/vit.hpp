@@ -1,0 +1,137 @@
+// The attnlab vision Transformer (vit_spec.md): parameters in manifest order, a forward pass that keeps
+// a tape, and a backward pass that accumulates gradients, for one chunk of images at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attnlab/attention/trainable.hpp"
+#include "attnlab/core/matrix.hpp"
+#include "attnlab/model/layernorm.hpp"
+#include "attnlab/model/mha.hpp"
+#include "attnlab/model/mlp.hpp"
+
+namespace attnlab {
+
+// Widths and the attention method; the defaults are vit_spec.md's.
+struct ViTConfig {
+  int image = 28;        // side of the square input image, pixels
+  int patch = 2;         // side of a patch, pixels
+  Eigen::Index D = 64;   // embedding width
+  Eigen::Index heads = 4;
+  Eigen::Index layers = 2;
+  Eigen::Index mlp = 128;  // MLP hidden width
+  Eigen::Index classes = 10;
+  std::uint64_t seed = 0;  // initialisation (weights and the method's own draws)
+  // The method and its options (method, projection_k, features, landmarks, pinv_iterations);
+  // n, d_k, d_v, heads and seed are filled in per layer by the model.
+  TrainableAttentionConfig attention{"exact"};
+
+  Eigen::Index tokens() const { return static_cast<Eigen::Index>(image / patch) * (image / patch); }
+  Eigen::Index patch_values() const { return static_cast<Eigen::Index>(patch) * patch; }
+  Eigen::Index head_width() const { return D / heads; }
+};
+
+template <typename T>
+struct BlockParams {
+  Vec<T> ln1_gamma, ln1_beta;  // (D)
+  MhaParams<T> attn;
+  Vec<T> ln2_gamma, ln2_beta;  // (D)
+  MlpParams<T> mlp;
+};
+
+// Every learned tensor of the model except the attention method's own (those live in the method).
+// The same struct holds the gradients.
+template <typename T>
+struct ViTParams {
+  Mat<T> embed_W;    // (P, D), P = patch^2
+  Vec<T> embed_b;    // (D)
+  Mat<T> embed_pos;  // (n, D)
+  std::vector<BlockParams<T>> blocks;
+  Vec<T> head_ln_gamma, head_ln_beta;  // (D)
+  Mat<T> head_W;                       // (D, C)
+  Vec<T> head_b;                       // (C)
+};
+
+// A named view of one tensor: a matrix (rows, cols) or a vector (rows) in column-major storage.
+template <typename T>
+struct TensorRef {
+  std::string name;
+  T* data = nullptr;
+  Eigen::Index rows = 0, cols = 0;
+  bool is_vector = false;
+  Eigen::Index size() const { return rows * cols; }
+};
+
+// Gradients: the model's tensors and, per layer, one per parameter of the method.
+template <typename T>
+struct ViTGrads {
+  ViTParams<T> params;
+  std::vector<std::vector<Mat<T>>> method;  // [layer][parameter]
+};
+
+// What a forward pass keeps for the backward, and the backward's scratch, for one chunk of images.
+// Reused from step to step: after the first step no buffer is reallocated.
+template <typename T>
+struct ViTActivations {
+  struct Block {
+    LayerNormTape<T> ln1, ln2;
+    Mat<T> ln1_out, attn_out, h, ln2_out, mlp_out;  // (B n, D) each
+    MhaTape<T> mha;
+    MlpTape<T> mlp;
+  };
+  Mat<T> patches;         // (B n, P)
+  std::vector<Mat<T>> x;  // x[l]: input of block l (B n, D); x[L] the final residual stream
+  std::vector<Block> blocks;
+  LayerNormTape<T> head_ln;
+  Mat<T> head_ln_out, pooled, logits, dlogits;  // (B n, D), (B, D), (B, C), (B, C)
+  Mat<T> dx, dh, dz, dtmp;                      // (B n, D) gradient scratch
+};
+
+template <typename T>
+class ViT {
+ public:
+  using AttentionFactory = std::function<std::unique_ptr<TrainableAttention<T>>(const TrainableAttentionConfig&)>;
+
+  // Builds the model with freshly initialised weights (vit_spec.md: weight matrices and positions
+  // ~ N(0, 0.02^2) drawn from Rng(config.seed) in manifest order, each matrix column by column;
+  // biases 0; LayerNorm gamma 1, beta 0). Layer l's method is factory(config.attention with n, d_k,
+  // d_v, heads filled in and seed derive_seed(config.seed, 1000 + l)). Throws std::invalid_argument
+  // for widths that do not fit (D not divisible by heads, patch not dividing image, ...).
+  ViT(const ViTConfig& config, const AttentionFactory& factory);
+
+  const ViTConfig& config() const { return config_; }
+  ViTParams<T>& params() { return params_; }
+  const ViTParams<T>& params() const { return params_; }
+  TrainableAttention<T>& attention(Eigen::Index layer) { return *attention_[static_cast<std::size_t>(layer)]; }
+  const TrainableAttention<T>& attention(Eigen::Index layer) const { return *attention_[static_cast<std::size_t>(layer)]; }
+
+  // Every learned tensor in manifest order (vit_spec.md), the method's after block{l}.attn.bo.
+  std::vector<TensorRef<T>> parameter_tensors();
+  // The gradients in the same order (grads from zero_grads()).
+  std::vector<TensorRef<T>> gradient_tensors(ViTGrads<T>& grads);
+  // The methods' fixed buffers (block{l}.attn.method.<name>), saved in checkpoints, never trained.
+  std::vector<TensorRef<T>> buffer_tensors();
+  // Number of learned scalars.
+  Eigen::Index parameter_count();
+
+  // Gradients shaped like the parameters, all zero.
+  ViTGrads<T> zero_grads() const;
+
+  // One chunk: act.patches (B n, P) must be filled (patchify). Runs the forward pass; with grads not null
+  // it keeps the tape and ADDS the gradient of scale * sum_b CE(logits_b, labels_b) into *grads.
+  // Returns scale * sum_b CE (labels may be empty when grads is null: then returns 0). Logits in act.logits.
+  double forward_backward(ViTActivations<T>& act, std::span<const std::uint8_t> labels, double scale,
+                          ViTGrads<T>* grads) const;
+
+ private:
+  ViTConfig config_;
+  ViTParams<T> params_;
+  std::vector<std::unique_ptr<TrainableAttention<T>>> attention_;
+};
+
+}  // namespace attnlab
