@@ -14,6 +14,7 @@
 #include "attnlab/io/npy.hpp"
 #include "attnlab/model/adam.hpp"
 #include "attnlab/model/checkpoint.hpp"
+#include "attnlab/model/fit.hpp"
 #include "attnlab/model/patch_embedding.hpp"
 #include "attnlab/model/trainer.hpp"
 #include "attnlab/model/vit.hpp"
@@ -263,4 +264,42 @@ TEST_CASE("Checkpoints: a loaded checkpoint gives bit-identical logits; a mismat
   { std::ofstream(ckpt / "manifest.json") << "{\"format\": \"attnlab-vit-checkpoint\", \"version\": 1, "; }
   CHECK_THROWS_WITH_AS(load_checkpoint(fresh, ckpt), doctest::Contains("manifest.json: malformed JSON"), CheckpointError);
   CHECK_THROWS_WITH_AS(read_checkpoint_info(dir.path() / "none"), doctest::Contains("cannot read"), CheckpointError);
+}
+
+TEST_CASE("fit: a tiny ViT learns a task a linear map solves (bright vs dark images), test accuracy recorded per epoch") {
+  Rng rng(kModelTestSeed + 14);
+  INFO("seed " << kModelTestSeed + 14);
+  // Label 1 when the image's brightness level is above the middle; pixels = level + noise.
+  auto make = [&](std::int64_t count) {
+    Images im;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const int level = static_cast<int>(rng.uniform() * 200) + 28;
+      for (int p = 0; p < 64; ++p)
+        im.pixels.push_back(static_cast<std::uint8_t>(std::clamp(level + static_cast<int>(rng.normal() * 20), 0, 255)));
+      im.labels.push_back(level > 128 ? 1 : 0);
+    }
+    return im;
+  };
+  const Images train = make(256), test = make(128);
+  ViT<float> m(tiny_config(11), test_factory<float>());
+  Trainer<float> trainer(m);
+  FitOptions o;
+  o.epochs = 4;
+  o.batch = 32;
+  o.lr = 1e-2;
+  o.shuffle_seed = 3;
+  std::vector<StepRecord> steps;
+  std::vector<EpochRecord> epochs;
+  fit<float>(trainer, train.set(8), test.set(8), o, [&](const StepRecord& s) { steps.push_back(s); },
+             [&](const EpochRecord& e) { epochs.push_back(e); });
+  REQUIRE(steps.size() == 4 * 8);
+  REQUIRE(epochs.size() == 4);
+  CHECK(steps.front().lr == doctest::Approx(1e-2));
+  CHECK(steps.back().lr < 1e-4);
+  CHECK(epochs.back().test.count == 128);
+  CHECK(epochs.back().test.accuracy() >= 0.9);
+  CHECK(epochs.back().test.loss < epochs.front().test.loss);
+  o.train_images = 31;  // not one full batch
+  CHECK_THROWS_AS(fit<float>(trainer, train.set(8), test.set(8), o, [](const StepRecord&) {}, [](const EpochRecord&) {}),
+                  std::invalid_argument);
 }

@@ -1,0 +1,54 @@
+// The training run.
+#include "attnlab/model/fit.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace attnlab {
+
+std::int64_t steps_per_epoch(std::int64_t train_images, Eigen::Index batch) {
+  return batch > 0 ? train_images / static_cast<std::int64_t>(batch) : 0;
+}
+
+template <typename T>
+void fit(Trainer<T>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
+         const std::function<void(const StepRecord&)>& on_step, const std::function<void(const EpochRecord&)>& on_epoch) {
+  using Clock = std::chrono::steady_clock;
+  const std::int64_t n_train = options.train_images < 0 ? train.count() : std::min(options.train_images, train.count());
+  const std::int64_t per_epoch = steps_per_epoch(n_train, options.batch);
+  if (per_epoch <= 0 || options.epochs <= 0)
+    throw std::invalid_argument("fit: " + std::to_string(n_train) + " training images make no batch of " +
+                                std::to_string(options.batch) + " (or epochs = " + std::to_string(options.epochs) + ")");
+  const std::int64_t total = per_epoch * options.epochs;
+  Rng rng(options.shuffle_seed);
+  std::int64_t step = 0;
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    const auto order = shuffled_indices(n_train, rng);
+    const auto t0 = Clock::now();
+    for (std::int64_t s = 0; s < per_epoch; ++s, ++step) {
+      const auto batch = std::span(order).subspan(static_cast<std::size_t>(s * options.batch),
+                                                  static_cast<std::size_t>(options.batch));
+      const double lr = cosine_lr(options.lr, step, total);
+      const double loss = trainer.step(train, batch, lr);
+      on_step({epoch, step, lr, loss});
+    }
+    const auto t1 = Clock::now();
+    EpochRecord r;
+    r.epoch = epoch;
+    r.steps = per_epoch;
+    r.test = evaluate(trainer.model(), test, options.test_images);
+    r.train_seconds = std::chrono::duration<double>(t1 - t0).count();
+    r.eval_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+    on_epoch(r);
+  }
+}
+
+template void fit<float>(Trainer<float>&, const ImageSet&, const ImageSet&, const FitOptions&,
+                         const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
+template void fit<double>(Trainer<double>&, const ImageSet&, const ImageSet&, const FitOptions&,
+                          const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
+
+}  // namespace attnlab

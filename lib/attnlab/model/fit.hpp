@@ -1,0 +1,43 @@
+// A training run: epochs of shuffled mini-batches with the cosine schedule, the test set evaluated after
+// every epoch (vit_spec.md's protocol; the experiment and the benchmark share it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "attnlab/model/trainer.hpp"
+
+namespace attnlab {
+
+struct FitOptions {
+  int epochs = 1;
+  Eigen::Index batch = 64;
+  double lr = 5e-4;                 // peak learning rate, annealed to 0 over epochs * steps_per_epoch
+  std::uint64_t shuffle_seed = 0;   // Rng(shuffle_seed) draws each epoch's order
+  std::int64_t train_images = -1;   // the first this many training images (all when < 0)
+  std::int64_t test_images = -1;    // the first this many test images (all when < 0)
+};
+
+struct StepRecord {
+  int epoch = 0;          // 1-based
+  std::int64_t step = 0;  // 0-based over the run
+  double lr = 0, loss = 0;
+};
+
+struct EpochRecord {
+  int epoch = 0;  // 1-based
+  std::int64_t steps = 0;
+  Evaluation test;
+  double train_seconds = 0, eval_seconds = 0;  // wall clock of this epoch's steps and of its evaluation
+};
+
+// steps per epoch: floor(train images / batch) (the last partial batch of each shuffle is dropped).
+std::int64_t steps_per_epoch(std::int64_t train_images, Eigen::Index batch);
+
+// Trains trainer.model() and calls on_step after every step and on_epoch after every epoch's evaluation.
+// Throws std::invalid_argument when there is not one full batch of training images.
+template <typename T>
+void fit(Trainer<T>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
+         const std::function<void(const StepRecord&)>& on_step, const std::function<void(const EpochRecord&)>& on_epoch);
+
+}  // namespace attnlab
