@@ -131,6 +131,37 @@ TEST_CASE("ViT: one whole model step's loss gradient matches central differences
   }
 }
 
+TEST_CASE("ViT with the library's exact and Linformer attention: one model step against central differences") {
+  // The same whole-step check through make_trainable_attention: Linformer's E and F are method
+  // parameters, listed after block{l}.attn.bo and updated by the trainer.
+  Rng rng(kModelTestSeed + 15);
+  INFO("seed " << kModelTestSeed + 15);
+  for (const std::string method : {"exact", "linformer"}) {
+    INFO(method);
+    ViTConfig c = tiny_config(21);
+    c.attention = TrainableAttentionConfig{method};
+    ViT<double> m(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<double>(a); });
+    for (auto& t : m.parameter_tensors())
+      if (!t.is_vector && t.name.find(".method.") == std::string::npos)
+        Eigen::Map<Mat<double>>(t.data, t.rows, t.cols) = gaussian_matrix(t.rows, t.cols, rng, 0.5);
+    const Images im = random_images(2, 8, rng);
+    const std::vector<std::int64_t> all = {0, 1};
+    ViTActivations<double> act;
+    patchify<double>(im.pixels, all, 8, 2, act.patches);
+    auto loss = [&] { ViTActivations<double> a; a.patches = act.patches; return m.forward_backward(a, im.labels, 0.5, nullptr); };
+    ViTGrads<double> g = m.zero_grads();
+    m.forward_backward(act, im.labels, 0.5, &g);
+    auto params = m.parameter_tensors();
+    const auto grads = m.gradient_tensors(g);
+    if (method == "linformer") CHECK(params[13].name == "block0.attn.method.E");
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      INFO(params[i].name);
+      const auto sample = sample_entries(params[i].size(), 4, rng);
+      CHECK(fd_ratio(params[i].data, grads[i].data, params[i].size(), loss, sample) < kFdTolerance);
+    }
+  }
+}
+
 TEST_CASE("Trainer: the chunked gradient equals the whole batch's, and Adam takes the step") {
   Rng rng(kModelTestSeed + 11);
   INFO("seed " << kModelTestSeed + 11);
