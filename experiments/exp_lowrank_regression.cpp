@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,13 @@ RegressionRow run_instance(const Instance& in, const FactoredSearchOptions& sear
   row.b_norm2 = b.squaredNorm();
   // G5, G6: the recipe, the closed form and the factored search, each judged by f itself.
   const Mat<double> z_star = unconstrained_minimiser(b, x);
+  // A given X of tiny scale (1e-300 N, say) is a valid input whose Z* = X^+ B (X^+)^T lies outside
+  // double's range: every objective would be inf - inf. Say so, as bad input, instead of writing NaN.
+  if (!z_star.allFinite())
+    throw std::invalid_argument(fmt::format(
+        "--x: Z* = X^+ B (X^+)^T overflows double (||X||_2 = {:.3g}, cond(X) = {:.3g}, ||B||_F = {:.3g}); rescale X "
+        "(the recipe's answer scales as 1 / scale(X)^2)",
+        sx.norm2, sx.cond, b.norm()));
   row.f_recipe = lowrank_objective<double>(b, x, truncated_svd_factors(z_star, in.r).product());
   const auto cf = closed_form_lowrank(b, x, in.r);
   row.f_closed = lowrank_objective<double>(b, x, cf.factors.product());

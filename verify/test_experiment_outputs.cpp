@@ -13,8 +13,10 @@
 #include <unistd.h>
 #include <vector>
 
+#include "attnlab/core/matrix.hpp"
 #include "attnlab/core/rng.hpp"
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/npy.hpp"
 #include "attnlab/lab/subprocess.hpp"
 #include "support.hpp"
 
@@ -151,4 +153,45 @@ TEST_CASE("a temporary left by a killed process is removed by the next run; a li
   CHECK(!fs::exists(stale));
   CHECK(fs::exists(live));
   CHECK(fs::exists(other));
+}
+
+TEST_CASE("--family with given inputs is refused, not ignored") {
+  ScratchDir dir;
+  const Mat<double> x = Mat<double>::Constant(6, 3, 0.25);
+  for (const char* name : {"q.npy", "k.npy", "v.npy"}) write_npy(dir.path() / name, to_npy(x));
+  const fs::path out = dir.path() / "out";
+  const auto r = run_binary(kExperiment, {"--q", (dir.path() / "q.npy").string(), "--k", (dir.path() / "k.npy").string(),
+                                          "--v", (dir.path() / "v.npy").string(), "--family", "gaussian", "--quick",
+                                          "--out", out.string()});
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(one_line_naming(r, "--family"));
+  CHECK(!fs::exists(out / "claims.csv"));
+}
+
+TEST_CASE("valid but degenerate given inputs: defined values or one line naming the input, never an internal column") {
+  ScratchDir dir;
+  Rng rng(11);
+  write_npy(dir.path() / "zero.npy", to_npy(Mat<double>(Mat<double>::Zero(8, 4))));
+  write_npy(dir.path() / "tiny_x.npy", to_npy(Mat<double>(1e-300 * gaussian_matrix(8, 4, rng))));
+  write_npy(dir.path() / "b.npy", to_npy(gaussian_matrix(8, 8, rng)));
+  const std::string zero = (dir.path() / "zero.npy").string();
+  // Zero W_Q and W_K: the scores are exactly zero on every route, so the errors are 0 (the identity
+  // holds exactly) and a relative change away from zero scores is 0 or infinite, not 0/0.
+  for (const char* name : {"exp_qk_precision", "exp_param_growth"}) {
+    INFO(name);
+    const fs::path out = dir.path() / name;
+    const auto r = run_binary(name, {"--wq", zero, "--wk", zero, "--out", out.string()});
+    INFO(r.output);
+    CHECK(r.exit_status == 0);
+    CHECK(r.output.find("non-finite") == std::string::npos);
+  }
+  // X = 1e-300 N: Z* overflows double; refused as bad input, naming --x.
+  const auto r = run_binary("exp_lowrank_regression", {"--x", (dir.path() / "tiny_x.npy").string(), "--b",
+                                                       (dir.path() / "b.npy").string(), "--out",
+                                                       (dir.path() / "lr").string()});
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(one_line_naming(r, "--x"));
+  CHECK(!fs::exists(dir.path() / "lr" / "lowrank_regression.csv"));
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <new>
 #include <omp.h>
 
 #include "attnlab/io/atomic_file.hpp"
@@ -77,6 +78,12 @@ void ExperimentCli::parse(int argc, char** argv) {
     if (given_) given_->load();
   } catch (const GivenInputsError& e) {
     fmt::print(stderr, "{}: {}\n", name_, e.what());
+    std::exit(kExitUsage);
+  }
+  // --family picks among our random input families; with the user's own matrices there is none to pick.
+  if (uses_given() && app_.get_option_no_throw("--family") != nullptr && app_.count("--family") > 0) {
+    fmt::print(stderr, "{}: --family chooses among random input families and cannot be combined with given inputs\n",
+               name_);
     std::exit(kExitUsage);
   }
   // Quick runs land in quick-results unless told otherwise, never in the committed results.
@@ -151,6 +158,15 @@ int run_experiment(const std::string& name, const std::function<void()>& body) {
   try {
     body();
     return 0;
+  } catch (const std::invalid_argument& e) {
+    // A given input the sweep cannot use (found while running, as by the library's own checks): the
+    // input's fault, as in attend.
+    fmt::print(stderr, "{}: {}\n", name, e.what());
+    return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "{}: out of memory (a sweep configuration needed more than the process could allocate; "
+                       "try --quick, fewer --threads, or a machine with more memory)\n", name);
+    return kExitFailure;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", name, e.what());
     return kExitFailure;
