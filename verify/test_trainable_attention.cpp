@@ -605,7 +605,7 @@ TEST_CASE("trainable attention: float forward and backward are close to double")
   });
 }
 
-TEST_CASE("trainable attention: results are the same on every call, and parameter gradients accumulate") {
+TEST_CASE("trainable attention: results are the same on every call, tapes are reused, parameter gradients accumulate") {
   Rng rng(kSeed + 6);
   const Inputs in = make_inputs(9, 4, 3, rng);
   for (const std::string& name : trainable_attention_names()) {
@@ -630,6 +630,27 @@ TEST_CASE("trainable attention: results are the same on every call, and paramete
     m->backward(1, *tape, d_out, dq, dk, dv, &acc);
     m->backward(1, *tape, d_out, dq, dk, dv, &acc);
     for (std::size_t p = 0; p < acc.size(); ++p) CHECK(acc[p] == (2 * g1.params[p]).eval());
+    // A tape is reused by the next forward (its storage kept): after a forward on other inputs,
+    // and one by another method, the same forward into the same tape gives the same backward.
+    Rng other_rng(kSeed + 9);
+    const Inputs other = make_inputs(9, 4, 3, other_rng);
+    m->forward(0, other.q.cast<float>(), other.k.cast<float>(), other.v.cast<float>(), out, &tape);
+    m->forward(1, q, k, v, out, &tape);
+    Grads<float> g3;
+    for (Mat<float>* p : m->parameters()) g3.params.push_back(Mat<float>::Zero(p->rows(), p->cols()));
+    m->backward(1, *tape, d_out, g3.q, g3.k, g3.v, &g3.params);
+    CHECK(out == out1);
+    CHECK(g3.q == g1.q);
+    CHECK(g3.k == g1.k);
+    CHECK(g3.v == g1.v);
+    for (std::size_t p = 0; p < g3.params.size(); ++p) CHECK(g3.params[p] == g1.params[p]);
+    const std::string another = name == "exact" ? "symmetric" : "exact";
+    build<float>(config_of(another, 9, 4, 3, 7))->forward(0, q, k, v, out, &tape);
+    m->forward(1, q, k, v, out, &tape);
+    m->backward(1, *tape, d_out, g3.q, g3.k, g3.v, &g3.params);
+    CHECK(out == out1);
+    CHECK(g3.q == g1.q);
+    CHECK(g3.k == g1.k);
   }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +48,23 @@ const TapeT& tape_as(const std::string& who, const AttentionTape& tape) {
   const auto* t = dynamic_cast<const TapeT*>(&tape);
   if (t == nullptr) throw std::invalid_argument(who + ": backward was given a tape from another method's forward");
   return *t;
+}
+
+// The tape a forward writes into: *tape itself when it already holds a TapeT (the trainer's tape
+// from the previous step: its matrices keep their storage, so a step allocates nothing and touches
+// no fresh pages; every field is overwritten), a new TapeT stored in *tape otherwise, or `local`
+// when the caller wants no tape (the forward still needs the scratch).
+template <typename TapeT>
+TapeT& reuse_tape(std::unique_ptr<AttentionTape>* tape, std::unique_ptr<TapeT>& local) {
+  if (tape == nullptr) {
+    local = std::make_unique<TapeT>();
+    return *local;
+  }
+  if (auto* t = dynamic_cast<TapeT*>(tape->get())) return *t;
+  auto fresh = std::make_unique<TapeT>();
+  TapeT& ref = *fresh;
+  *tape = std::move(fresh);
+  return ref;
 }
 
 // Softmax of every column of `s` in place: column i becomes the probability vector of query i when

@@ -18,7 +18,10 @@ void ExactTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k,
   // q, k are (n, d_k), v is (n, d_v); pt is (n_keys, n_queries) = P^T; out is (n, d_v).
   // P is kept transposed so that each query's weights are one contiguous column.
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
-  Mat<T> pt(k.rows(), q.rows());
+  std::unique_ptr<ExactTape<T>> local;
+  auto& t = detail::reuse_tape(tape, local);
+  Mat<T>& pt = t.pt;
+  pt.resize(k.rows(), q.rows());
   // pass 1: logits S^T = K Q^T / sqrt(d_k).
   pt.noalias() = k * q.transpose();
   pt *= scale;
@@ -28,12 +31,9 @@ void ExactTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k,
   out.resize(q.rows(), v.cols());
   out.noalias() = pt.transpose() * v;
   if (tape != nullptr) {
-    auto t = std::make_unique<ExactTape<T>>();
-    t->q = q;
-    t->k = k;
-    t->v = v;
-    t->pt = std::move(pt);
-    *tape = std::move(t);
+    t.q = q;
+    t.k = k;
+    t.v = v;
   }
 }
 

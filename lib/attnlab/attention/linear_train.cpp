@@ -41,7 +41,8 @@ void EluLinearTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
                                 std::unique_ptr<AttentionTape>* tape) const {
   detail::check_train_call("linear-elu", shape_, head, q, k, v);
   // q, k are (n, d_k), v is (n, d_v); kv is (d_k, d_v), ksum (d_k), den (n); out is (n, d_v).
-  auto t = std::make_unique<EluLinearTape<T>>();
+  std::unique_ptr<EluLinearTape<T>> local;
+  auto* t = &detail::reuse_tape(tape, local);
   // pass 1: feature maps and their derivatives.
   elu_plus_one(q, t->phi_q, t->dphi_q);
   elu_plus_one(k, t->phi_k, t->dphi_k);
@@ -77,7 +78,6 @@ void EluLinearTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
   if (tape != nullptr) {
     t->v = v;
     t->out = out;
-    *tape = std::move(t);
   }
 }
 
@@ -119,7 +119,8 @@ void ShenLinearTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T
                                  std::unique_ptr<AttentionTape>* tape) const {
   detail::check_train_call("linear-shen", shape_, head, q, k, v);
   // q, k are (n, d_k), v is (n, d_v); qr_t is (d_k, n), kc (n, d_k), ctx (d_k, d_v); out is (n, d_v).
-  auto t = std::make_unique<ShenLinearTape<T>>();
+  std::unique_ptr<ShenLinearTape<T>> local;
+  auto* t = &detail::reuse_tape(tape, local);
   // pass 1: each query's features softmax-normalised; done on Q^T so that a query's d_k features
   // are one contiguous column (max-subtracted: see softmax_cols_inplace).
   t->qr_t = q.transpose();
@@ -135,7 +136,6 @@ void ShenLinearTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T
   out.noalias() = t->qr_t.transpose() * t->ctx;
   if (tape != nullptr) {
     t->v = v;
-    *tape = std::move(t);
   }
 }
 

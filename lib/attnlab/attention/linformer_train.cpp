@@ -39,7 +39,8 @@ void LinformerTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
   detail::check_train_call("linformer", shape_, head, q, k, v);
   // q, k are (n, d_k), v is (n, d_v); E, F are (kp, n); ek (kp, d_k), fv (kp, d_v); pt (kp, n); out (n, d_v).
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
-  auto t = std::make_unique<LinformerTape<T>>();
+  std::unique_ptr<LinformerTape<T>> local;
+  auto* t = &detail::reuse_tape(tape, local);
   // pass 1: project keys and values along the sequence axis, n rows -> kp rows.
   t->ek.resize(e_.rows(), k.cols());
   t->ek.noalias() = e_ * k;
@@ -58,7 +59,6 @@ void LinformerTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
     t->q = q;
     t->k = k;
     t->v = v;
-    *tape = std::move(t);
   }
 }
 

@@ -58,7 +58,8 @@ void NystromTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& 
   // the three kernels stored transposed (one column per softmax row); z, az, inner, outer (m, m).
   const Eigen::Index m = m_;
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
-  auto t = std::make_unique<NystromTape<T>>();
+  std::unique_ptr<NystromTape<T>> local;
+  auto* t = &detail::reuse_tape(tape, local);
   // pass 1: landmarks by segment means.
   t->q_l = segment_means(q, m);
   t->k_l = segment_means(k, m);
@@ -112,7 +113,6 @@ void NystromTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& 
     t->q = q;
     t->k = k;
     t->v = v;
-    *tape = std::move(t);
   }
 }
 

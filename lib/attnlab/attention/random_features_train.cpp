@@ -81,7 +81,8 @@ void RandomFourierTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Ma
   const Eigen::Index n = q.rows(), D = w.rows();
   const T c = std::sqrt(T(1) / static_cast<T>(D));
   const T tau = std::sqrt(static_cast<T>(q.cols()));
-  auto t = std::make_unique<RandomFourierTape<T>>();
+  std::unique_ptr<RandomFourierTape<T>> local;
+  auto* t = &detail::reuse_tape(tape, local);
   // pass 1: features of queries and keys, sqrt(1/D) [sin(x W^T), cos(x W^T)].
   Mat<T> proj(n, D);
   t->phi_q.resize(n, 2 * D);
@@ -113,7 +114,6 @@ void RandomFourierTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Ma
     t->k = k;
     t->v = v;
     t->out = out;
-    *tape = std::move(t);
   }
 }
 
@@ -130,7 +130,8 @@ void RandomFourierTrain<T>::backward(Eigen::Index head, const AttentionTape& tap
   const Mat<T> g = t.den.cwiseInverse().asDiagonal() * d_out;
   const Vec<T> dden = -(g.cwiseProduct(t.out).rowwise().sum());
   // pass 2: num = phi_q ctx, den = phi_q z.
-  Mat<T> dphi(n, 2 * D);
+  Mat<T>& dphi = t.scratch_dphi;
+  dphi.resize(n, 2 * D);
   dphi.noalias() = g * t.ctx.transpose();
   dphi.noalias() += dden * t.z.transpose();
   Mat<T> dctx(2 * D, t.v.cols());
@@ -139,7 +140,9 @@ void RandomFourierTrain<T>::backward(Eigen::Index head, const AttentionTape& tap
   dz.noalias() = t.phi_q.transpose() * dden;
   // pass 3: phi_q = c [sin P, cos P] with P = Q W^T: dP = dphi_sin o c cos P - dphi_cos o c sin P,
   // and c cos P, c sin P are the stored features themselves. dQ = dP W.
-  Mat<T> dproj = dphi.leftCols(D).cwiseProduct(t.phi_q.rightCols(D)) - dphi.rightCols(D).cwiseProduct(t.phi_q.leftCols(D));
+  Mat<T>& dproj = t.scratch_dproj;
+  dproj.resize(n, D);
+  dproj = dphi.leftCols(D).cwiseProduct(t.phi_q.rightCols(D)) - dphi.rightCols(D).cwiseProduct(t.phi_q.leftCols(D));
   d_q.resize(n, w.cols());
   d_q.noalias() = dproj * w;
   // pass 4: ctx = phi_kb^T V, z = phi_kb^T 1: dV = phi_kb dctx, d phi_kb = V dctx^T + 1 dz^T.
@@ -200,7 +203,8 @@ void FavorTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k,
   const Mat<T>& w = w_[static_cast<std::size_t>(head)];
   const Eigen::Index n = q.rows(), D = w.rows();
   const T s = T(1) / std::sqrt(std::sqrt(static_cast<T>(q.cols())));  // d_k^(-1/4) on each side
-  auto t = std::make_unique<FavorTape<T>>();
+  std::unique_ptr<FavorTape<T>> local;
+  auto* t = &detail::reuse_tape(tape, local);
   // pass 1: key exponents a = y W^T - |y|^2 / 2.
   t->yk = s * k;
   Mat<T> a(n, D);
@@ -237,7 +241,6 @@ void FavorTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k,
   if (tape != nullptr) {
     t->v = v;
     t->out = out;
-    *tape = std::move(t);
   }
 }
 

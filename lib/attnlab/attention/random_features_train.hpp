@@ -26,6 +26,11 @@ struct RandomFourierTape : AttentionTape {
   Vec<T> z;             // 2D: phi_kb^T 1
   Vec<T> den;           // n: phi_q z (signed)
   Mat<T> out;           // n x d_v
+  // The backward's n x 2D and n x D scratch, kept with the tape so that a reused tape makes a step
+  // allocate nothing (fresh blocks of this size come from mmap and cost page faults: 9 ms instead
+  // of 0.7 ms per backward at n = 196, D = 256). Only backward writes them: one backward per tape
+  // at a time.
+  mutable Mat<T> scratch_dphi, scratch_dproj;
 };
 
 // The report's random feature attention (random_fourier_attention() in random_features.hpp) with

@@ -37,7 +37,10 @@ void SymmetricTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
   detail::check_train_call("symmetric", shape_, head, q, k, v);
   // q, k are (n, d_k), v is (n, d_v); pt is (n, n) = P^T; out is (n, d_v).
   const T half_scale = T(1) / (T(2) * std::sqrt(static_cast<T>(q.cols())));
-  Mat<T> pt(k.rows(), q.rows());
+  std::unique_ptr<SymmetricTape<T>> local;
+  auto& t = detail::reuse_tape(tape, local);
+  Mat<T>& pt = t.pt;
+  pt.resize(k.rows(), q.rows());
   // pass 1: G = K Q^T, then S = (G + G^T) / (2 sqrt(d_k)), which is symmetric: S^T = S.
   pt.noalias() = k * q.transpose();
   symmetrize_scaled(pt, half_scale);
@@ -47,12 +50,9 @@ void SymmetricTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
   out.resize(q.rows(), v.cols());
   out.noalias() = pt.transpose() * v;
   if (tape != nullptr) {
-    auto t = std::make_unique<SymmetricTape<T>>();
-    t->q = q;
-    t->k = k;
-    t->v = v;
-    t->pt = std::move(pt);
-    *tape = std::move(t);
+    t.q = q;
+    t.k = k;
+    t.v = v;
   }
 }
 
