@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SEED ?= 20250311
-PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev libopenblas-dev python3 gnuplot-nox python3-numpy python3-scipy
+PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev libopenblas-dev python3 gnuplot-nox python3-numpy python3-scipy zlib1g-dev dataset-fashion-mnist
 # Only `make fuzz` needs these (libFuzzer ships in Debian's compiler-rt package).
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_BUILD ?= build-fuzz
