@@ -16,7 +16,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VERDICTS = {"holds", "fails", "conditional", "untested"}
+VERDICTS = {"holds", "fails", "conditional", "inconclusive", "untested"}
 
 
 def check(results):

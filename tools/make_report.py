@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VERDICT_ORDER = ["holds", "conditional", "fails", "untested"]
+VERDICT_ORDER = ["holds", "conditional", "fails", "inconclusive", "untested"]
 # Two-sided 95% Student-t quantiles by degrees of freedom; beyond 30 the normal value is close enough.
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
@@ -458,6 +458,8 @@ READING = """\
   A failure of a worst case is still a failure of the claim as stated.
 - **conditional**: the claim holds only under the condition the note names (a family, a range of sizes, a
   precision) and fails outside it.
+- **inconclusive**: the intervals do not separate: the data cannot decide. The measurements' 95% intervals
+  overlap or touch, so neither the claim nor its negation is supported; the note gives the intervals.
 - **untested**: it cannot be measured here; the note says why.
 - *Observed* and *threshold* are in the units of the metric column. For residual ratios "observed ≤ threshold"
   means the identity holds; for a claim that something *does* matter (R9: precision affects the result) the

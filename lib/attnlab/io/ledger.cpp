@@ -19,13 +19,14 @@ std::string to_string(Verdict v) {
     case Verdict::holds: return "holds";
     case Verdict::fails: return "fails";
     case Verdict::conditional: return "conditional";
+    case Verdict::inconclusive: return "inconclusive";
     case Verdict::untested: return "untested";
   }
   return "untested";
 }
 
 Verdict verdict_from_string(const std::string& s) {
-  for (Verdict v : {Verdict::holds, Verdict::fails, Verdict::conditional, Verdict::untested})
+  for (Verdict v : {Verdict::holds, Verdict::fails, Verdict::conditional, Verdict::inconclusive, Verdict::untested})
     if (to_string(v) == s) return v;
   throw std::invalid_argument("unknown verdict '" + s + "'");
 }
@@ -58,7 +59,7 @@ void validate(const ClaimRow& r) {
   const bool untested = r.verdict == Verdict::untested;
   if (!untested && r.evidence.empty())
     throw std::invalid_argument("ledger: " + r.id + " has a measured verdict but no evidence file");
-  if ((r.verdict == Verdict::conditional || untested) && r.note.empty())
+  if ((r.verdict == Verdict::conditional || r.verdict == Verdict::inconclusive || untested) && r.note.empty())
     throw std::invalid_argument("ledger: " + r.id + " is " + to_string(r.verdict) + " without a note");
   if (!untested && (!r.observed || !r.threshold))
     throw std::invalid_argument("ledger: " + r.id + " has a measured verdict without observed and threshold");

@@ -8,7 +8,8 @@
 
 namespace attnlab {
 
-enum class Verdict { holds, fails, conditional, untested };
+// inconclusive (issue 14): the measurements' intervals do not separate, so the data cannot decide.
+enum class Verdict { holds, fails, conditional, inconclusive, untested };
 
 std::string to_string(Verdict v);
 Verdict verdict_from_string(const std::string& s);  // throws std::invalid_argument
@@ -21,7 +22,7 @@ struct ClaimRow {
   std::optional<double> observed;    // empty only for an untested claim
   std::optional<double> threshold;   // the bound fixed before the run
   std::string evidence;              // evidence CSV, relative to the repository root
-  std::string note;                  // condition of a conditional verdict, reason of an untested one
+  std::string note;                  // condition of a conditional verdict, intervals of an inconclusive one, reason of an untested one
 };
 
 // The exact header of claims.csv.
@@ -37,7 +38,7 @@ std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file);
 // Replaces the rows whose ids appear in `rows` and keeps every other row, then writes
 // the ledger sorted by id, atomically. Throws std::invalid_argument on a row that breaks
 // the ledger's rules (duplicate id, a verdict without evidence, a conditional or
-// untested verdict without a note, a non-finite number).
+// inconclusive or untested verdict without a note, a non-finite number).
 void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vector<ClaimRow>& rows);
 
 }  // namespace attnlab

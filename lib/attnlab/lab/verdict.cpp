@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <limits>
 #include <stdexcept>
 
@@ -38,6 +39,55 @@ Judgement judge_by_condition(const WorstByCondition& worst, double threshold) {
   j.note += ". Fails for ";
   for (std::size_t i = 0; i < fail.size(); ++i) j.note += (i ? "; " : "") + fail[i]->description;
   j.note += ".";
+  return j;
+}
+
+namespace {
+
+std::string interval_text(const MethodInterval& m) { return fmt::format("{}'s [{:.6g}, {:.6g}]", m.name, m.lower, m.upper); }
+
+// "a's [..]", "a's [..] and b's [..]", "a's [..], b's [..] and c's [..]".
+std::string list_text(const std::vector<const MethodInterval*>& ms) {
+  std::string out;
+  for (std::size_t i = 0; i < ms.size(); ++i) out += (i == 0 ? "" : i + 1 == ms.size() ? " and " : ", ") + interval_text(*ms[i]);
+  return out;
+}
+
+}  // namespace
+
+Judgement judge_best_of(const std::vector<MethodInterval>& intervals, const std::string& claimed_best) {
+  if (intervals.size() < 2)
+    throw std::invalid_argument(fmt::format("judge_best_of: {} method(s); a best of needs at least two", intervals.size()));
+  const MethodInterval* best = nullptr;
+  for (std::size_t i = 0; i < intervals.size(); ++i) {
+    const MethodInterval& m = intervals[i];
+    if (!std::isfinite(m.lower) || !std::isfinite(m.upper) || m.lower > m.upper)
+      throw std::invalid_argument(fmt::format("judge_best_of: {}'s interval [{}, {}] is not a finite interval", m.name, m.lower, m.upper));
+    for (std::size_t k = 0; k < i; ++k)
+      if (intervals[k].name == m.name) throw std::invalid_argument(fmt::format("judge_best_of: method '{}' given twice", m.name));
+    if (m.name == claimed_best) best = &m;
+  }
+  if (best == nullptr) throw std::invalid_argument(fmt::format("judge_best_of: the claimed best '{}' is not among the methods", claimed_best));
+
+  // Others in the order given, split by where their interval lies relative to the claimed best's.
+  std::vector<const MethodInterval*> below, above, overlapping;
+  const MethodInterval* nearest = nullptr;  // the other with the highest upper bound
+  for (const auto& m : intervals) {
+    if (&m == best) continue;
+    (m.upper < best->lower ? below : m.lower > best->upper ? above : overlapping).push_back(&m);
+    if (nearest == nullptr || m.upper > nearest->upper) nearest = &m;
+  }
+  Judgement j{Verdict::inconclusive, best->lower - nearest->upper, ""};
+  const std::string mine = fmt::format("{}'s 95% interval [{:.6g}, {:.6g}]", best->name, best->lower, best->upper);
+  if (!above.empty()) {
+    j.verdict = Verdict::fails;
+    j.note = fmt::format("{} lie{} strictly above {}.", list_text(above), above.size() == 1 ? "s" : "", mine);
+  } else if (overlapping.empty()) {
+    j.verdict = Verdict::holds;
+    j.note = fmt::format("{} lies strictly above every other's; the nearest is {}.", mine, interval_text(*nearest));
+  } else {
+    j.note = fmt::format("{} overlaps or touches {}: the intervals do not separate, the data cannot decide.", mine, list_text(overlapping));
+  }
   return j;
 }
 

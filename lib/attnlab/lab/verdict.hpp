@@ -35,4 +35,27 @@ struct Judgement {
 // are; fails when none is. NaN counts as a failure.
 Judgement judge_by_condition(const WorstByCondition& worst, double threshold);
 
+// One method's 95% interval for a score where higher is better (e.g. mean test accuracy over seeds).
+struct MethodInterval {
+  std::string name;
+  double lower = 0, upper = 0;
+};
+
+// The separation a "best of" verdict needs: the claimed best's lower bound minus the highest upper
+// bound among the others must exceed it. 0: any gap at all; touching intervals do not separate.
+inline constexpr double kSeparationThreshold = 0.0;
+
+// Judges "`claimed_best` scores highest of these methods" from their intervals (issue 14, U17):
+//   holds        when its interval lies strictly above every other's (lower > each other upper);
+//   fails        when some other's lies strictly above it (that lower > its upper);
+//   inconclusive otherwise: the intervals do not separate, the data cannot decide.
+// observed is the margin (claimed lower) - (highest other upper), judged against
+// kSeparationThreshold; the note names the intervals that decided. For example, with
+// {"linformer", 0.87, 0.89}, {"softmax", 0.85, 0.88}: inconclusive, observed -0.01, the note
+// "linformer's 95% interval [0.87, 0.89] overlaps or touches softmax's [0.85, 0.88]: the intervals
+// do not separate, the data cannot decide."
+// Throws std::invalid_argument for fewer than two methods, a repeated name, a claimed best not
+// among them, or an interval with a non-finite bound or lower > upper.
+Judgement judge_best_of(const std::vector<MethodInterval>& intervals, const std::string& claimed_best);
+
 }  // namespace attnlab

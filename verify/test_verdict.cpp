@@ -1,0 +1,119 @@
+// Checks of the "best of" verdict (issue 14): holds, fails and inconclusive from 95% intervals,
+// touching and tied intervals, and the ledger's handling of the inconclusive verdict.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/verdict.hpp"
+#include "support.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+// The verdict for every order of the methods: the verdict must not depend on it.
+Verdict verdict_any_order(std::vector<MethodInterval> ms, const std::string& best) {
+  std::sort(ms.begin(), ms.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  const Verdict first = judge_best_of(ms, best).verdict;
+  while (std::next_permutation(ms.begin(), ms.end(), [](const auto& a, const auto& b) { return a.name < b.name; })) {
+    const Judgement j = judge_best_of(ms, best);
+    CHECK(j.verdict == first);
+  }
+  return first;
+}
+
+}  // namespace
+
+TEST_CASE("best of: holds when the claimed best's interval lies strictly above every other's") {
+  const std::vector<MethodInterval> ms{{"softmax", 0.85, 0.89}, {"linformer", 0.90, 0.92}, {"linear", 0.80, 0.84}};
+  const Judgement j = judge_best_of(ms, "linformer");
+  CHECK(j.verdict == Verdict::holds);
+  CHECK(j.observed == doctest::Approx(0.01).epsilon(1e-12));
+  CHECK(j.observed > kSeparationThreshold);
+  CHECK(j.note == "linformer's 95% interval [0.9, 0.92] lies strictly above every other's; the nearest is softmax's [0.85, 0.89].");
+  CHECK(verdict_any_order(ms, "linformer") == Verdict::holds);
+}
+
+TEST_CASE("best of: fails when some other's interval lies strictly above the claimed best's") {
+  const std::vector<MethodInterval> ms{{"softmax", 0.88, 0.90}, {"linformer", 0.84, 0.87}, {"nystrom", 0.86, 0.89},
+                                       {"favor", 0.875, 0.88}};
+  const Judgement j = judge_best_of(ms, "linformer");
+  CHECK(j.verdict == Verdict::fails);
+  CHECK(j.observed == doctest::Approx(0.84 - 0.90).epsilon(1e-12));
+  CHECK(j.note == "softmax's [0.88, 0.9] and favor's [0.875, 0.88] lie strictly above linformer's 95% interval [0.84, 0.87].");
+  CHECK(verdict_any_order(ms, "linformer") == Verdict::fails);
+  // One other above is enough, even with the rest far below.
+  const Judgement one = judge_best_of({{"a", 0.1, 0.2}, {"b", 0.5, 0.6}, {"c", 0.0, 0.05}}, "a");
+  CHECK(one.verdict == Verdict::fails);
+  CHECK(one.note == "b's [0.5, 0.6] lies strictly above a's 95% interval [0.1, 0.2].");
+}
+
+TEST_CASE("best of: inconclusive when the intervals do not separate") {
+  const std::vector<MethodInterval> ms{{"linformer", 0.87, 0.89}, {"softmax", 0.85, 0.88}, {"linear", 0.70, 0.75}};
+  const Judgement j = judge_best_of(ms, "linformer");
+  CHECK(j.verdict == Verdict::inconclusive);
+  CHECK(j.observed == doctest::Approx(-0.01).epsilon(1e-12));
+  CHECK(j.note == "linformer's 95% interval [0.87, 0.89] overlaps or touches softmax's [0.85, 0.88]: the intervals do not "
+                  "separate, the data cannot decide.");
+  CHECK(verdict_any_order(ms, "linformer") == Verdict::inconclusive);
+  // An interval that contains the claimed best's, and one inside it.
+  CHECK(judge_best_of({{"a", 0.4, 0.6}, {"b", 0.1, 0.9}}, "a").verdict == Verdict::inconclusive);
+  CHECK(judge_best_of({{"a", 0.1, 0.9}, {"b", 0.4, 0.6}}, "a").verdict == Verdict::inconclusive);
+  // Several overlapping: all named, in the order given.
+  CHECK(judge_best_of({{"a", 0.5, 0.7}, {"b", 0.6, 0.8}, {"c", 0.65, 0.66}}, "a").note ==
+        "a's 95% interval [0.5, 0.7] overlaps or touches b's [0.6, 0.8] and c's [0.65, 0.66]: the intervals do not separate, "
+        "the data cannot decide.");
+}
+
+TEST_CASE("best of: touching and tied intervals do not separate") {
+  // Touching from below: the other's upper equals the claimed best's lower. Not strictly above.
+  const Judgement below = judge_best_of({{"best", 0.5, 0.6}, {"other", 0.4, 0.5}}, "best");
+  CHECK(below.verdict == Verdict::inconclusive);
+  CHECK(below.observed == 0.0);
+  CHECK_FALSE(below.observed > kSeparationThreshold);
+  // Touching from above: the other's lower equals the claimed best's upper. Not strictly above either.
+  CHECK(judge_best_of({{"best", 0.5, 0.6}, {"other", 0.6, 0.7}}, "best").verdict == Verdict::inconclusive);
+  // Identical intervals, and identical points (one seed's zero-width interval), tie.
+  CHECK(judge_best_of({{"best", 0.5, 0.6}, {"other", 0.5, 0.6}}, "best").verdict == Verdict::inconclusive);
+  CHECK(judge_best_of({{"best", 0.5, 0.5}, {"other", 0.5, 0.5}}, "best").verdict == Verdict::inconclusive);
+  // Zero-width intervals one ulp apart do separate.
+  const double above = std::nextafter(0.5, 1.0);
+  CHECK(judge_best_of({{"best", above, above}, {"other", 0.5, 0.5}}, "best").verdict == Verdict::holds);
+  CHECK(judge_best_of({{"best", 0.5, 0.5}, {"other", above, above}}, "best").verdict == Verdict::fails);
+}
+
+TEST_CASE("best of: misuse throws") {
+  CHECK_THROWS_AS(judge_best_of({{"a", 0, 1}}, "a"), std::invalid_argument);
+  CHECK_THROWS_AS(judge_best_of({}, "a"), std::invalid_argument);
+  CHECK_THROWS_AS(judge_best_of({{"a", 0, 1}, {"a", 0, 1}}, "a"), std::invalid_argument);
+  CHECK_THROWS_AS(judge_best_of({{"a", 0, 1}, {"b", 0, 1}}, "c"), std::invalid_argument);
+  CHECK_THROWS_AS(judge_best_of({{"a", 0.6, 0.5}, {"b", 0, 1}}, "a"), std::invalid_argument);
+  CHECK_THROWS_AS(judge_best_of({{"a", 0, 1}, {"b", std::nan(""), 1}}, "a"), std::invalid_argument);
+  CHECK_THROWS_AS(judge_best_of({{"a", 0, std::numeric_limits<double>::infinity()}, {"b", 0, 1}}, "a"), std::invalid_argument);
+  try {
+    judge_best_of({{"a", 0, 1}, {"b", 0, 1}}, "linformer");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) == "judge_best_of: the claimed best 'linformer' is not among the methods");
+  }
+}
+
+TEST_CASE("the ledger records an inconclusive verdict, which needs a note") {
+  attnlab::testing::ScratchDir dir;
+  const auto ledger = dir.path() / "claims.csv";
+  CHECK(to_string(Verdict::inconclusive) == "inconclusive");
+  CHECK(verdict_from_string("inconclusive") == Verdict::inconclusive);
+  const auto evidence = (dir.path() / "e.csv").string();
+  ClaimRow row{"U17", "002.txt", Verdict::inconclusive, "margin", -0.01, 0.0, evidence, ""};
+  CHECK_THROWS_AS(merge_into_ledger(ledger, {row}), std::invalid_argument);  // no note
+  row.note = "the intervals do not separate";
+  merge_into_ledger(ledger, {row});
+  const auto back = read_ledger(ledger);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].verdict == Verdict::inconclusive);
+  CHECK(back[0].note == row.note);
+  CHECK(attnlab::testing::read_text(ledger).find(",inconclusive,") != std::string::npos);
+}
