@@ -212,6 +212,18 @@ def aggregate(values, how):
     return values[m] if len(values) % 2 else 0.5 * (values[m - 1] + values[m])
 
 
+def mean_t95(values):
+    """(mean, lower, upper): the mean with its two-sided 95% Student-t interval (spread across the values, e.g.
+    seeds); lower = upper = mean for a single value, which has no spread to estimate."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, mean, mean
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t975(n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
 def y_value(row, y):
     if "ratio" in y:
         a, b = (as_float(row.get(c)) for c in y["ratio"])
@@ -263,6 +275,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     how = fig.get("aggregate", "none")
     # series -> list of (x, y, lo, hi)
     series, order = {}, []
+    replicates = set()  # mean_t95: how many rows each point averages
     for y in ys:
         groups = {}
         for r in rows:
@@ -279,7 +292,13 @@ def build_figure(fig, rows, out_svg, gnuplot):
                 groups.setdefault(key, {}).setdefault(x, []).append(v)
         for key in sorted(groups, key=lambda k: tuple((as_float(c) is None, as_float(c) or 0, c) for c in k)):
             g = groups[key]
-            pts = sorted(g) if how == "none" else sorted((x, aggregate(v, how), None, None) for x, v in g.items())
+            if how == "none":
+                pts = sorted(g)
+            elif how == "mean_t95":  # the mean over the rows sharing x (e.g. seeds), its interval as the band
+                pts = sorted((x, *mean_t95(v)) for x, v in g.items())
+                replicates.update(len(v) for v in g.values())
+            else:
+                pts = sorted((x, aggregate(v, how), None, None) for x, v in g.items())
             # Numbers alone say nothing in a key ("64"): name their column ("n = 64"); names speak for themselves.
             label = ", ".join(v if as_float(v) is None else f"{c} = {v}" for c, v in zip(series_cols, key))
             if len(ys) > 1 or not label:
@@ -318,7 +337,12 @@ def build_figure(fig, rows, out_svg, gnuplot):
         if zeros:
             notes.append(f"{len(zeros)} point(s) with value exactly 0 are drawn as open circles on the floor "
                          f"{floor:.0e} of the log axis")
-    if fig.get("aggregate", "none") != "none":
+    if how == "mean_t95":
+        n_text = "–".join(str(n) for n in sorted({min(replicates), max(replicates)}))
+        notes.append(f"each line is the mean over the {n_text} rows ({', '.join(fig.get('replicates', ['runs']))}) "
+                     "sharing its x and series; the shaded band is the 95% Student-t interval of that mean"
+                     + (" (a single row has no interval: its band is a line)" if min(replicates) < 2 else ""))
+    elif how != "none":
         notes.append(f"each point is the {how} over the rows sharing its x and series")
 
     lines = ["set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'",
@@ -342,6 +366,9 @@ def build_figure(fig, rows, out_svg, gnuplot):
             if len(xs) <= 12:  # few sizes (often powers of two): label each one, not only the decades
                 lines.append("set xtics (" + ", ".join(f"{x:g}" for x in xs) + ")")
                 lines.append(f"set xrange [{xs[0] / 1.25!r}:{xs[-1] * 1.25!r}]")
+    if fig.get("xinteger") and not categorical and not logx:  # counts (epochs): ticks on whole numbers only
+        span = max(allx) - min(allx)
+        lines.append(f"set xtics {max(1, math.ceil(span / 10))}")
     if "yrange" in fig:
         lines.append(f"set yrange [{fig['yrange'][0]}:{fig['yrange'][1]}]")
     if len(order) + len(fig.get("refs", [])) + (len(order) if fig.get("fit") else 0) > 10:
@@ -357,12 +384,12 @@ def build_figure(fig, rows, out_svg, gnuplot):
             hi = 10.0 ** math.ceil(math.log10(max(span) * 1.5))
             lines.append(f"set yrange [{lo!r}:{hi!r}]")
     elif "yrange" not in fig:  # keep points off the frame, and a non-negative quantity off negative ticks
-        lines.append("set offsets 0, 0, graph 0.05, graph 0.05" if min(ally) < 0 else
+        lines.append("set offsets 0, 0, graph 0.05, graph 0.05" if min(ally) < 0 or fig.get("yzero") is False else
                      "set offsets 0, 0, graph 0.05, 0\nset yrange [0:*]")
     if categorical:
         lines.append(f"set xrange [-0.5:{len(cats) - 0.5}]")
         lines.append("set xtics (" + ", ".join(f"{gp_str(c)} {i}" for i, c in enumerate(cats)) + ") noenhanced")
-    plots, data, fits, fit_range = [], [], [], ""
+    plots, bands, data, fits, fit_range = [], [], [], [], ""
     for i, label in enumerate(order):
         pts = series[label]
         if not pts:
@@ -374,7 +401,11 @@ def build_figure(fig, rows, out_svg, gnuplot):
         data.append("EOD")
         color = f"lc {i + 1}"
         style = fig.get("style", "points" if categorical or how == "none" else "linespoints")
-        if "band" in fig:
+        if how == "mean_t95":
+            # Every band before every line, so no band hides a line (also where a renderer ignores the opacity).
+            bands.append(f"{block} using 1:3:4 with filledcurves {color} fs transparent solid 0.2 noborder notitle")
+            plots.append(f"{block} using 1:2 with linespoints {color} lw 1.5 pt 7 ps 0.5 title {gp_str(label)}")
+        elif "band" in fig:
             plots.append(f"{block} using 1:2:3:4 with yerrorbars {color} pt 7 ps 0.6 title {gp_str(label)}")
         else:
             # Hollow markers, larger for earlier series, so coinciding series stay visible one inside the other.
@@ -410,7 +441,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
         lines.append("set samples 400")
     if not plots:
         return None, "no drawable points"
-    script = "\n".join(data + lines + ["plot " + ", \\\n  ".join(plots), "unset output"]) + "\n"
+    script = "\n".join(data + lines + ["plot " + ", \\\n  ".join(bands + plots), "unset output"]) + "\n"
     res = subprocess.run([gnuplot], input=script, capture_output=True, text=True)
     if res.returncode != 0 or not os.path.exists(out_svg):
         return None, "gnuplot failed: " + res.stderr.strip().splitlines()[-1] if res.stderr.strip() else "gnuplot failed"

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Checks make_report.py's mean-with-interval figures (issue 14: test accuracy against epoch, one line per method,
+the 95% interval across seeds shaded) on a small synthetic table in a temporary directory, never in results/.
+
+usage: tools/test_make_report.py [--gnuplot gnuplot] [--keep]
+"""
+import argparse
+import csv
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_report  # noqa: E402
+
+METHODS = {"exact": 0.86, "linformer": 0.85, "linear-elu": 0.80}
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what)
+
+
+def synthetic_rows(seeds, epochs):
+    """Accuracy curves rising to each method's plateau, with a small deterministic spread across seeds."""
+    rows = []
+    for method, top in METHODS.items():
+        for seed in seeds:
+            for epoch in range(1, epochs + 1):
+                acc = top - 0.25 * math.exp(-epoch) + 0.004 * ((seed * 7 + epoch * 3) % 5 - 2)
+                rows.append({"method": method, "seed": seed, "epoch": epoch, "step": epoch * 10, "train_loss": 0.5,
+                             "test_loss": 0.4, "test_accuracy": f"{acc:.6f}", "test_correct": round(acc * 1000),
+                             "test_images": 1000})
+    return rows
+
+
+def write_results(directory, rows):
+    os.makedirs(directory)
+    path = os.path.join(directory, "vit_training_epochs.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(directory, "claims.csv"), "w") as f:
+        f.write("id,source,verdict,metric,observed,threshold,evidence,note\n"
+                f"U17,002.txt,inconclusive,margin,-0.01,0,{path},synthetic\n")
+
+
+def run_report(directory, gnuplot):
+    res = subprocess.run([sys.executable, os.path.join(HERE, "make_report.py"), "--results", directory,
+                          "--claims-md", os.path.join(directory, "no-catalogue.md"), "--gnuplot", gnuplot],
+                         capture_output=True, text=True)
+    check(res.returncode == 0, f"make_report failed: {res.stderr.strip()}")
+    return open(os.path.join(directory, "REPORT.md"), encoding="utf-8").read()
+
+
+def bands_and_labels(svg_path):
+    """The filled, translucent polygons (bands) of the SVG, as (fill, [(x, y)...]), and its text."""
+    root = ET.parse(svg_path).getroot()
+    bands, texts = [], []
+    for el in root.iter():
+        tag = el.tag.rsplit("}", 1)[-1]
+        if tag == "polygon" and el.get("fill-opacity") and float(el.get("fill-opacity")) < 1:
+            pts = [tuple(map(float, p.split(","))) for p in el.get("points").split()]
+            bands.append((el.get("fill"), pts))
+        if tag in ("text", "tspan") and el.text:
+            texts.append(el.text.strip())
+    return bands, texts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gnuplot", default="gnuplot")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    if not shutil.which(args.gnuplot):
+        print(f"test_make_report: {args.gnuplot} not found (Debian package gnuplot-nox): skipped")
+        sys.exit(77)
+
+    # The interval itself: mean +- t(0.975, n - 1) s / sqrt(n).
+    mean, lo, hi = make_report.mean_t95([1.0, 2.0, 3.0])
+    check(mean == 2.0, "mean_t95 mean of 1, 2, 3")
+    check(abs((hi - mean) - 4.303 / math.sqrt(3)) < 1e-12 and abs((mean - lo) - 4.303 / math.sqrt(3)) < 1e-12,
+          f"mean_t95 half-width of 1, 2, 3: {hi - mean}")
+    check(make_report.mean_t95([0.7]) == (0.7, 0.7, 0.7), "mean_t95 of one value has no width")
+    check(make_report.mean_t95([0.5, 0.5, 0.5]) == (0.5, 0.5, 0.5), "mean_t95 of equal values has no width")
+
+    tmp = tempfile.mkdtemp(prefix="attnlab-report-figures-")
+    try:
+        # Three seeds: a line per method with its band, the caption saying what both are.
+        three = os.path.join(tmp, "three")
+        write_results(three, synthetic_rows([1, 2, 3], 5))
+        report = run_report(three, args.gnuplot)
+        svg = os.path.join(three, "figures", "u17_accuracy_vs_epoch.svg")
+        check(os.path.isfile(svg), "u17_accuracy_vs_epoch.svg not written")
+        check("](figures/u17_accuracy_vs_epoch.svg)" in report, "the figure is not in REPORT.md")
+        check("mean over the 3 rows (seeds)" in report and "95% Student-t interval" in report,
+              "the caption does not say what line and band are")
+        bands, texts = bands_and_labels(svg)
+        check(len(bands) == len(METHODS), f"{len(bands)} shaded bands, expected one per method ({len(METHODS)})")
+        check(len({fill for fill, _ in bands}) == len(METHODS), "bands do not have one colour per method")
+        for method in METHODS:
+            check(method in texts, f"no legend entry for {method}")
+        # Each band spans the 5 epochs, lower edge there and upper edge back: 10 vertices, a non-zero height.
+        for fill, pts in bands:
+            check(len(pts) == 10, f"band {fill}: {len(pts)} vertices, expected 10 (5 epochs, both edges)")
+            if len(pts) == 10:
+                heights = [abs(pts[i][1] - pts[9 - i][1]) for i in range(5)]
+                check(all(h > 0 for h in heights), f"band {fill} has zero height somewhere: {heights}")
+        # The numbers gnuplot receives: per method and epoch, mean and interval of that method's seeds.
+        import json
+        spec = json.load(open(os.path.join(HERE, "report_figures.json")))
+        fig = next(f for f in spec["figures"] if f["name"] == "u17_accuracy_vs_epoch")
+        scripts = []
+        real_run = make_report.subprocess.run
+
+        def capture(cmd, input=None, **kw):
+            scripts.append(input)
+            return real_run(cmd, input=input, **kw)
+
+        make_report.subprocess.run = capture
+        try:
+            rows = synthetic_rows([1, 2, 3], 5)
+            make_report.build_figure(fig, [{k: str(v) for k, v in r.items()} for r in rows], os.path.join(tmp, "f.svg"),
+                                     args.gnuplot)
+        finally:
+            make_report.subprocess.run = real_run
+        blocks = re.findall(r"\$d\d+ << EOD\n(.*?)\nEOD", scripts[-1], re.S)
+        check(len(blocks) == len(METHODS), f"{len(blocks)} data blocks, expected {len(METHODS)}")
+        for method, block in zip(sorted(METHODS), blocks):  # series in sorted order
+            for line in block.splitlines():
+                x, y, lo, hi = map(float, line.split())
+                vals = [float(r["test_accuracy"]) for r in rows if r["method"] == method and r["epoch"] == int(x)]
+                want = make_report.mean_t95(vals)
+                check(max(abs(a - b) for a, b in zip((y, lo, hi), want)) < 1e-12,
+                      f"{method} epoch {x:g}: drawn {(y, lo, hi)}, expected {want}")
+                check(lo < y < hi, f"{method} epoch {x:g}: the mean lies outside its band")
+
+        # One seed: no interval to shade, and the caption says so.
+        one = os.path.join(tmp, "one")
+        write_results(one, synthetic_rows([1], 4))
+        report = run_report(one, args.gnuplot)
+        check("a single row has no interval" in report, "the one-seed caption does not say there is no interval")
+
+        # No training table: the figure is listed as not drawn.
+        none = os.path.join(tmp, "none")
+        write_results(none, synthetic_rows([1], 2))
+        os.remove(os.path.join(none, "vit_training_epochs.csv"))
+        with open(os.path.join(none, "claims.csv"), "w") as f:
+            f.write("id,source,verdict,metric,observed,threshold,evidence,note\nU16,002.txt,untested,accuracy,,,,not here\n")
+        report = run_report(none, args.gnuplot)
+        check(re.search(r"`u17_accuracy_vs_epoch` \(U17\): `vit_training_epochs.csv` is not in this run", report) is not None,
+              "a missing training table is not reported under 'Figures not drawn'")
+    finally:
+        if args.keep:
+            print("kept", tmp)
+        else:
+            shutil.rmtree(tmp)
+    if FAILURES:
+        print(f"test_make_report: {len(FAILURES)} failure(s)")
+        sys.exit(1)
+    print("test_make_report: the mean-with-interval figure is sound")
+
+
+if __name__ == "__main__":
+    main()
