@@ -1,0 +1,355 @@
+#!/usr/bin/python3
+"""The PyTorch 1.13 mirror of attnlab's ViT (vit_spec.md, issue 14): one training step in double, for checking
+the hand-written forward, backward and Adam update against PyTorch autograd on the same weights and batch.
+
+  step     loads an attnlab checkpoint directory (manifest.json + float32 .npy files) and a batch (images.npy:
+           uint8, N x image x image; labels.npy: integers 0..9, N), converts everything to double, computes the
+           loss (mean cross-entropy), every parameter's gradient by autograd, and one torch.optim.Adam step
+           (betas 0.9, 0.999, eps 1e-8, no weight decay, fresh state) at the cosine-annealed learning rate of
+           step --step of --total-steps (5e-4 * (1 + cos(pi t / T)) / 2; --lr overrides it). Writes into --out:
+             loss.npy              (1,)        float64, the batch's mean cross-entropy
+             logits.npy            (N, 10)     float64
+             grad/<name>.npy       as the parameter, float64, dL/d<name>
+             updated/<name>.npy    as the parameter, float64, the parameter after the Adam step
+             step.json             method, lr, batch size, parameter names in manifest order
+           Buffers (kind "buffer": fixed random draws) are inputs only: no gradient, no update.
+  compare  compares a directory in that layout (e.g. written by attnlab) against one written by `step`:
+           per tensor the largest absolute difference divided by a scale (the reference tensor's largest
+           magnitude for the loss, logits and gradients, against --tol; the learning rate for updated
+           parameters, since an Adam step moves each entry by at most about lr, against --tol-update). Prints
+           one line per tensor, the worst first, as llm.c's test_gpt2.c does; exit 0 when all pass, 1 otherwise.
+
+Mirrored attention methods: exact, symmetric, linear-elu, linear-shen, linformer (its learned E and F).
+
+Exit status 2 with one line for bad input (a missing file, a manifest that does not describe the model, a
+batch of the wrong shape or type); 77 when PyTorch or NumPy is not importable (Debian: python3-torch).
+
+usage: tools/vit_torch.py step --checkpoint DIR --images images.npy --labels labels.npy --out DIR
+                              [--step T --total-steps N | --lr LR] [--threads N]
+       tools/vit_torch.py compare --reference DIR --candidate DIR [--tol 1e-9] [--tol-update 1e-6]
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+
+def missing(e):
+    """The check that runs us is skipped, not failed, on a machine without PyTorch (exit 77)."""
+    print(f"vit_torch: {e.name or 'a module'} is not importable ({e}); install Debian's python3-torch "
+          "(and python3-numpy) to run the PyTorch mirror", file=sys.stderr)
+    sys.exit(77)
+
+
+try:
+    import numpy as np
+except ImportError as e:
+    missing(e)
+torch = F = None  # imported by require_torch(): bad input and `compare` need NumPy only
+
+
+def require_torch():
+    global torch, F
+    try:
+        import torch as torch_module
+        import torch.nn.functional as functional
+    except ImportError as e:
+        missing(e)
+    torch, F = torch_module, functional
+
+FORMAT = "attnlab-vit-checkpoint"
+PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530  # the training set's, fixed (vit_spec.md)
+LN_EPS = 1e-5
+PEAK_LR = 5e-4
+ADAM = dict(betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+METHODS = ("exact", "symmetric", "linear-elu", "linear-shen", "linformer")
+
+
+class InputError(Exception):
+    """Bad input: reported as one line, exit status 2."""
+
+
+# ---------------------------------------------------------------- the model
+
+class Config:
+    def __init__(self, manifest, where):
+        try:
+            self.method = str(manifest["method"])
+            self.D, self.H, self.L, self.mlp = (int(manifest[k]) for k in ("D", "H", "L", "mlp"))
+            self.patch, self.n = int(manifest["patch"]), int(manifest["n"])
+            self.image = int(manifest.get("image", 28))
+            self.classes = int(manifest.get("classes", 10))
+            self.projection_k = int(manifest.get("projection_k", 0))
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"{where}: manifest.json lacks a valid {e}")
+        if self.method not in METHODS:
+            raise InputError(f"{where}: method '{self.method}' is not mirrored in PyTorch (mirrored: {', '.join(METHODS)})")
+        if min(self.D, self.H, self.L, self.mlp, self.patch, self.image, self.classes) < 1 or self.D % self.H:
+            raise InputError(f"{where}: widths D = {self.D}, H = {self.H}, L = {self.L}, mlp = {self.mlp} do not describe a model")
+        if self.image % self.patch or (self.image // self.patch) ** 2 != self.n:
+            raise InputError(f"{where}: n = {self.n} is not (image / patch)^2 = ({self.image} / {self.patch})^2")
+        self.d_k = self.D // self.H
+
+    def parameter_shapes(self):
+        """Every learned tensor, in manifest order (vit_spec.md), with its shape in the y = x W convention."""
+        D, P = self.D, self.patch * self.patch
+        shapes = [("embed.W", (P, D)), ("embed.b", (D,)), ("embed.pos", (self.n, D))]
+        for l in range(self.L):
+            b = f"block{l}."
+            shapes += [(b + "ln1.gamma", (D,)), (b + "ln1.beta", (D,))]
+            for w in "qkvo":
+                shapes += [(b + f"attn.W{w}", (D, D)), (b + f"attn.b{w}", (D,))]
+            if self.method == "linformer":
+                kp = self.projection_k or math.ceil(self.n / 8)
+                shapes += [(b + "attn.method.E", (kp, self.n)), (b + "attn.method.F", (kp, self.n))]
+            shapes += [(b + "ln2.gamma", (D,)), (b + "ln2.beta", (D,)), (b + "mlp.W1", (D, self.mlp)),
+                       (b + "mlp.b1", (self.mlp,)), (b + "mlp.W2", (self.mlp, D)), (b + "mlp.b2", (D,))]
+        shapes += [("head.ln.gamma", (D,)), ("head.ln.beta", (D,)), ("head.W", (D, self.classes)),
+                   ("head.b", (self.classes,))]
+        return shapes
+
+
+def attention(method, q, k, v, p, prefix):
+    """Head outputs (N, H, n, d_k) from projected q, k, v (N, H, n, d_k); the method applies its own scale."""
+    scale = q.shape[-1] ** -0.5
+    if method == "exact":
+        return torch.softmax(q @ k.transpose(-1, -2) * scale, -1) @ v
+    if method == "symmetric":  # seed 000: scores of S_w = (W_Q W_K^T + W_K W_Q^T) / 2
+        s = q @ k.transpose(-1, -2)
+        return torch.softmax((s + s.transpose(-1, -2)) * (scale / 2), -1) @ v
+    if method == "linear-elu":  # Katharopoulos et al.: phi(Q) (phi(K)^T V) / (phi(Q) sum_j phi(k_j)), no scale
+        phi_q, phi_k = F.elu(q) + 1, F.elu(k) + 1
+        return (phi_q @ (phi_k.transpose(-1, -2) @ v)) / (phi_q @ phi_k.sum(-2).unsqueeze(-1))
+    if method == "linear-shen":  # Shen et al.: softmax over each query's features, over positions per key feature
+        return torch.softmax(q, -1) @ (torch.softmax(k, -2).transpose(-1, -2) @ v)
+    if method == "linformer":  # learned E, F (kp x n), shared by the layer's heads, separate for keys and values
+        e, f = p[prefix + "attn.method.E"], p[prefix + "attn.method.F"]
+        return torch.softmax(q @ (e @ k).transpose(-1, -2) * scale, -1) @ (f @ v)
+    raise AssertionError(method)
+
+
+def forward(cfg, p, images):
+    """Logits (N, classes) of uint8 images (N, image, image) under parameters p (name -> tensor)."""
+    N, g, s = images.shape[0], cfg.image // cfg.patch, cfg.patch
+    x = (images.to(p["embed.W"].dtype) / 255 - PIXEL_MEAN) / PIXEL_STD
+    # 2x2 patches in row-major order over the grid, pixels row-major inside a patch: (N, n, patch^2).
+    tokens = x.reshape(N, g, s, g, s).permute(0, 1, 3, 2, 4).reshape(N, g * g, s * s)
+    h = tokens @ p["embed.W"] + p["embed.b"] + p["embed.pos"]
+    D, H, dk = cfg.D, cfg.H, cfg.d_k
+    for l in range(cfg.L):
+        b = f"block{l}."
+        z = F.layer_norm(h, (D,), p[b + "ln1.gamma"], p[b + "ln1.beta"], eps=LN_EPS)
+        # Head h is columns h*d_k .. (h+1)*d_k - 1 of Q, K, V: (N, n, D) -> (N, H, n, d_k).
+        q, k, v = ((z @ p[b + f"attn.W{w}"] + p[b + f"attn.b{w}"]).reshape(N, cfg.n, H, dk).transpose(1, 2) for w in "qkv")
+        heads = attention(cfg.method, q, k, v, p, b).transpose(1, 2).reshape(N, cfg.n, D)
+        h = h + heads @ p[b + "attn.Wo"] + p[b + "attn.bo"]
+        z = F.layer_norm(h, (D,), p[b + "ln2.gamma"], p[b + "ln2.beta"], eps=LN_EPS)
+        h = h + F.gelu(z @ p[b + "mlp.W1"] + p[b + "mlp.b1"]) @ p[b + "mlp.W2"] + p[b + "mlp.b2"]  # exact erf GELU
+    z = F.layer_norm(h, (D,), p["head.ln.gamma"], p["head.ln.beta"], eps=LN_EPS)
+    return z.mean(1) @ p["head.W"] + p["head.b"]
+
+
+def init_parameters(cfg, generator, dtype=None):
+    """Fresh parameters as vit_spec.md initialises them (weights and pos N(0, 0.02^2), biases 0, LayerNorm 1 and
+    0; Linformer's E, F N(0, 1/k)), drawn from torch's generator: for timing, not for comparison with attnlab."""
+    dtype = dtype or torch.float32
+    p = {}
+    for name, shape in cfg.parameter_shapes():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf == "gamma":
+            t = torch.ones(shape, dtype=dtype)
+        elif leaf in ("beta",) or (leaf.startswith("b") and len(shape) == 1):
+            t = torch.zeros(shape, dtype=dtype)
+        elif leaf in ("E", "F"):
+            t = torch.randn(shape, generator=generator, dtype=dtype) / math.sqrt(shape[0])
+        else:
+            t = torch.randn(shape, generator=generator, dtype=dtype) * 0.02
+        p[name] = t.requires_grad_(True)
+    return p
+
+
+def cosine_lr(step, total):
+    return PEAK_LR * (1 + math.cos(math.pi * step / total)) / 2
+
+
+# ---------------------------------------------------------------- inputs
+
+def load_npy(path, what):
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file ({what})")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise InputError(f"{path}: not a readable .npy file ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+
+
+def load_checkpoint(directory):
+    """(Config, {name: float64 array} for parameters, {name: float64 array} for buffers), checked against the spec."""
+    path = os.path.join(directory, "manifest.json")
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such file (not an attnlab checkpoint directory)")
+    try:
+        manifest = json.load(open(path, encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not valid JSON ({e})")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != 1:
+        raise InputError(f"{path}: not an {FORMAT} manifest of version 1")
+    cfg = Config(manifest, path)
+    entries = manifest.get("parameters")
+    if not isinstance(entries, list):
+        raise InputError(f"{path}: \"parameters\" is not a list")
+    params, buffers = {}, {}
+    for e in entries:
+        try:
+            name, file, shape = str(e["name"]), str(e["file"]), tuple(int(s) for s in e["shape"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"{path}: a parameters entry lacks name, file or shape: {e}")
+        if os.path.basename(file) != file or file in ("", ".", ".."):
+            raise InputError(f"{path}: {name} names the file '{file}', not a plain file name")
+        a = load_npy(os.path.join(directory, file), name)
+        if a.shape != shape or a.dtype not in (np.float32, np.float64):
+            raise InputError(f"{os.path.join(directory, file)}: {a.dtype} {a.shape}, the manifest says float32 {shape} for {name}")
+        if not np.all(np.isfinite(a)):
+            raise InputError(f"{os.path.join(directory, file)}: non-finite values in {name}")
+        (buffers if e.get("kind") == "buffer" else params)[name] = a.astype(np.float64)
+    want = cfg.parameter_shapes()
+    if [n for n, _ in want] != list(params):
+        missing = [n for n, _ in want if n not in params]
+        extra = [n for n in params if n not in dict(want)]
+        detail = (f"missing {', '.join(missing)}" if missing else "") + ("; " if missing and extra else "") + \
+                 (f"unexpected {', '.join(extra)}" if extra else "") or "the parameters are not in manifest order"
+        raise InputError(f"{path}: the parameters do not match a {cfg.method} ViT with L = {cfg.L}: {detail}")
+    for name, shape in want:
+        if tuple(params[name].shape) != shape:
+            raise InputError(f"{path}: {name} has shape {tuple(params[name].shape)}, the model needs {shape}")
+    return cfg, params, buffers
+
+
+def load_batch(images_path, labels_path, cfg):
+    images = load_npy(images_path, "the batch's images")
+    labels = load_npy(labels_path, "the batch's labels")
+    if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1:] != (cfg.image, cfg.image) or images.shape[0] < 1:
+        raise InputError(f"{images_path}: {images.dtype} {images.shape}; expected uint8 (N, {cfg.image}, {cfg.image}) with N >= 1")
+    if labels.ndim != 1 or labels.shape[0] != images.shape[0] or labels.dtype.kind not in "iu":
+        raise InputError(f"{labels_path}: {labels.dtype} {labels.shape}; expected {images.shape[0]} integer labels")
+    if labels.size and (labels.min() < 0 or labels.max() >= cfg.classes):
+        raise InputError(f"{labels_path}: labels must lie in 0..{cfg.classes - 1} (found {labels.min()}..{labels.max()})")
+    return images, labels.astype(np.int64)
+
+
+# ---------------------------------------------------------------- commands
+
+def training_step(cfg, params, buffers, images, labels, lr):
+    """loss, logits, {name: gradient}, {name: updated parameter} (tensors) of NumPy float64 parameters and buffers,
+    uint8 images and int64 labels: one step of torch.optim.Adam from fresh state."""
+    p = {n: torch.from_numpy(a.copy()).requires_grad_(True) for n, a in params.items()}
+    fixed = {n: torch.from_numpy(a.copy()) for n, a in buffers.items()}
+    logits = forward(cfg, {**p, **fixed}, torch.from_numpy(images.copy()))
+    loss = F.cross_entropy(logits, torch.from_numpy(labels))
+    opt = torch.optim.Adam(list(p.values()), lr=lr, **ADAM)
+    opt.zero_grad()
+    loss.backward()
+    grads = {n: t.grad.detach().clone() for n, t in p.items()}
+    opt.step()
+    return loss.detach(), logits.detach(), grads, {n: t.detach().clone() for n, t in p.items()}
+
+
+def cmd_step(args):
+    cfg, params, buffers = load_checkpoint(args.checkpoint)
+    images, labels = load_batch(args.images, args.labels, cfg)
+    if args.lr is not None:
+        lr = args.lr
+    else:
+        if args.total_steps < 1 or not 0 <= args.step < args.total_steps:
+            raise InputError(f"--step {args.step} must lie in [0, --total-steps {args.total_steps})")
+        lr = cosine_lr(args.step, args.total_steps)
+    require_torch()
+    torch.set_num_threads(args.threads)
+    loss, logits, grads, updated = training_step(cfg, params, buffers, images, labels, lr)
+    for sub in ("grad", "updated"):
+        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
+    np.save(os.path.join(args.out, "loss.npy"), loss.reshape(1).numpy())
+    np.save(os.path.join(args.out, "logits.npy"), logits.numpy())
+    for name in params:
+        np.save(os.path.join(args.out, "grad", name + ".npy"), grads[name].numpy())
+        np.save(os.path.join(args.out, "updated", name + ".npy"), updated[name].numpy())
+    with open(os.path.join(args.out, "step.json"), "w") as f:
+        json.dump({"method": cfg.method, "lr": lr, "batch": int(images.shape[0]), "torch": torch.__version__,
+                   "parameters": list(params)}, f, indent=1)
+    print(f"vit_torch: {cfg.method}, batch {images.shape[0]}, loss {loss.item():.17g}, lr {lr:.6g}: "
+          f"{len(params)} gradients and updated parameters in {args.out}")
+    return 0
+
+
+def cmd_compare(args):
+    meta_path = os.path.join(args.reference, "step.json")
+    if not os.path.isfile(meta_path):
+        raise InputError(f"{meta_path}: no such file (the reference must be written by `vit_torch.py step`)")
+    meta = json.load(open(meta_path))
+    lr = float(meta["lr"])
+    tensors = [("loss", "loss.npy"), ("logits", "logits.npy")]
+    tensors += [(f"grad {n}", os.path.join("grad", n + ".npy")) for n in meta["parameters"]]
+    tensors += [(f"updated {n}", os.path.join("updated", n + ".npy")) for n in meta["parameters"]]
+    rows, problems = [], []
+    for label, rel in tensors:
+        ref = load_npy(os.path.join(args.reference, rel), label)
+        cand_path = os.path.join(args.candidate, rel)
+        if not os.path.isfile(cand_path):
+            problems.append(f"{label}: {cand_path} is missing")
+            continue
+        cand = load_npy(cand_path, label)
+        if cand.shape != ref.shape:
+            problems.append(f"{label}: shape {cand.shape}, the reference has {ref.shape}")
+            continue
+        diff = float(np.max(np.abs(cand.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
+        # An Adam step moves an entry by at most about lr: the update's error is measured in steps.
+        scale = lr if label.startswith("updated") else max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1e-300)
+        ratio = diff / scale if math.isfinite(diff) else math.inf
+        tol = args.tol_update if label.startswith("updated") else args.tol
+        rows.append((ratio / tol, ratio, label, diff, scale, tol))
+    rows.sort(key=lambda r: (-r[0], r[2]))
+    print(f"{'ratio':>10}  {'tolerance':>9}  {'max |diff|':>10}  {'scale':>10}  tensor (ratio = max |diff| / scale)")
+    for share, ratio, label, diff, scale, tol in rows:
+        print(f"{ratio:10.3e}  {tol:9.0e}  {diff:10.3e}  {scale:10.3e}  {label}{'' if share <= 1 else '  FAIL'}")
+    failed = [r for r in rows if not r[0] <= 1]
+    for p in problems:
+        print("FAIL:", p)
+    if failed or problems:
+        print(f"vit_torch compare: {len(failed) + len(problems)} of {len(tensors)} tensors disagree")
+        return 1
+    print(f"vit_torch compare: all {len(tensors)} tensors agree (closest to its tolerance: {rows[0][2]}, ratio {rows[0][1]:.3e})")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    st = sub.add_parser("step", help="one training step in double: loss, gradients, Adam-updated parameters")
+    st.add_argument("--checkpoint", required=True, help="attnlab checkpoint directory (manifest.json + .npy)")
+    st.add_argument("--images", required=True, help="uint8 .npy, N x image x image")
+    st.add_argument("--labels", required=True, help="integer .npy, N labels")
+    st.add_argument("--out", required=True, help="output directory")
+    st.add_argument("--step", type=int, default=0, help="the step t of the cosine schedule (default 0)")
+    st.add_argument("--total-steps", type=int, default=1, help="the schedule's T (default 1)")
+    st.add_argument("--lr", type=float, help="learning rate (overrides the schedule)")
+    st.add_argument("--threads", type=int, default=1)
+    cp = sub.add_parser("compare", help="compare a candidate output directory against a reference from `step`")
+    cp.add_argument("--reference", required=True)
+    cp.add_argument("--candidate", required=True)
+    cp.add_argument("--tol", type=float, default=1e-9,
+                    help="largest accepted ratio for the loss, logits and gradients (default 1e-9: double against double)")
+    # Near g = 0 an Adam step lr g / (|g| + eps) amplifies a gradient's rounding by lr / eps: 1e-16 in g can move
+    # the update by 1e-8 lr. A wrong update (bias correction, betas, eps) is off by a good fraction of lr.
+    cp.add_argument("--tol-update", type=float, default=1e-6,
+                    help="largest accepted (max |diff| / lr) for updated parameters (default 1e-6)")
+    args = ap.parse_args()
+    try:
+        return cmd_step(args) if args.command == "step" else cmd_compare(args)
+    except InputError as e:
+        print(f"vit_torch: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
