@@ -68,13 +68,14 @@ def main():
     dtype = getattr(torch, args.dtype)
     gen = torch.Generator().manual_seed(20250311)
     params = vit_torch.init_parameters(cfg, gen, dtype)
+    buffers = vit_torch.init_buffers(cfg, gen, dtype)
     images = torch.randint(0, 256, (args.batch, 28, 28), generator=gen, dtype=torch.uint8)
     labels = torch.randint(0, 10, (args.batch,), generator=gen)
     opt = torch.optim.Adam(list(params.values()), lr=vit_torch.PEAK_LR, **vit_torch.ADAM)
 
     def train_step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(vit_torch.forward(cfg, params, images), labels)
+        loss = F.cross_entropy(vit_torch.forward(cfg, {**params, **buffers}, images), labels)
         loss.backward()
         opt.step()
         return loss.item()

@@ -58,7 +58,12 @@ def softmax_rows(s):
     return e / e.sum(-1, keepdims=True)
 
 
-def head_attention(method, q, k, v, e_mat, f_mat):
+def segment_means(x, m):
+    n = x.shape[0]
+    return np.array([x[s * n // m:(s + 1) * n // m].mean(0) for s in range(m)])
+
+
+def head_attention(method, q, k, v, e_mat, f_mat, omega, cfg):
     dk = q.shape[1]
     if method == "exact":
         return softmax_rows(q @ k.T / math.sqrt(dk)) @ v
@@ -76,6 +81,30 @@ def head_attention(method, q, k, v, e_mat, f_mat):
         return softmax_rows(q) @ (softmax_rows(k.T) @ v)  # softmax of K over positions, per feature
     if method == "linformer":
         return softmax_rows(q @ (e_mat @ k).T / math.sqrt(dk)) @ (f_mat @ v)
+    if method == "random-fourier":  # kernel estimate phi(q_i) . phi(k_j) times exp(|k_j|^2 / 2 tau), normalised
+        tau, D = math.sqrt(dk), omega.shape[0]
+        phi = lambda x: np.concatenate([np.sin(x @ omega.T), np.cos(x @ omega.T)], 1) / math.sqrt(D)  # noqa: E731
+        weights = (phi(q) @ phi(k).T) * np.exp((k * k).sum(1) / (2 * tau))[None, :]
+        return (weights @ v) / weights.sum(1, keepdims=True)
+    if method == "favor":  # sum_r exp(b_ir) exp(a_jr), written out without any rescaling
+        s = dk ** -0.25
+        y = s * k
+        a = y @ omega.T - (y * y).sum(1, keepdims=True) / 2  # (n keys, D)
+        b = (s * q) @ omega.T  # (n queries, D)
+        weights = np.exp(b) @ np.exp(a).T  # (queries, keys)
+        return (weights @ v) / weights.sum(1, keepdims=True)
+    if method == "nystrom":
+        m = cfg.landmarks
+        q_l, k_l = segment_means(q, m), segment_means(k, m)
+        f_ker = softmax_rows(q @ k_l.T / math.sqrt(dk))
+        a_ker = softmax_rows(q_l @ k_l.T / math.sqrt(dk))
+        b_ker = softmax_rows(q_l @ k.T / math.sqrt(dk))
+        z = a_ker.T / (np.abs(a_ker).sum(0).max() * np.abs(a_ker).sum(1).max())
+        eye = np.eye(m)
+        for _ in range(cfg.pinv_iterations):
+            az = a_ker @ z
+            z = 0.25 * z @ (13 * eye - az @ (15 * eye - az @ (7 * eye - az)))
+        return f_ker @ z @ b_ker @ v
     raise AssertionError(method)
 
 
@@ -101,7 +130,8 @@ def reference_loss(cfg, p, images, labels):
             for hd in range(H):
                 cols = slice(hd * dk, (hd + 1) * dk)
                 heads[:, cols] = head_attention(cfg.method, q[:, cols], k[:, cols], v[:, cols],
-                                                p.get(pre + "attn.method.E"), p.get(pre + "attn.method.F"))
+                                                p.get(pre + "attn.method.E"), p.get(pre + "attn.method.F"),
+                                                p.get(pre + f"attn.method.omega_head{hd}"), cfg)
             h = h + heads @ p[pre + "attn.Wo"] + p[pre + "attn.bo"]
             z = layer_norm(h, p[pre + "ln2.gamma"], p[pre + "ln2.beta"])
             u = z @ p[pre + "mlp.W1"] + p[pre + "mlp.b1"]
@@ -115,14 +145,15 @@ def reference_loss(cfg, p, images, labels):
 
 # ---------------------------------------------------------------- fixtures
 
-def write_checkpoint(directory, method, rng, image=8, patch=2, D=8, H=2, L=2, mlp=16, projection_k=0):
+def write_checkpoint(directory, method, rng, image=8, patch=2, D=8, H=2, L=2, mlp=16, projection_k=0, features=0,
+                     landmarks=0):
     """A checkpoint as attnlab writes one: manifest.json and a float32 .npy per tensor (random, not the spec's
     init: LayerNorm gains and biases away from 1 and 0 so that their gradients mean something)."""
     os.makedirs(directory)
     n = (image // patch) ** 2
     manifest = {"format": "attnlab-vit-checkpoint", "version": 1, "method": method, "D": D, "H": H, "L": L,
                 "mlp": mlp, "n": n, "patch": patch, "image": image, "classes": 10, "projection_k": projection_k,
-                "features": 0, "landmarks": 0, "pinv_iterations": 0, "seed": 1, "step": 0, "parameters": []}
+                "features": features, "landmarks": landmarks, "pinv_iterations": 0, "seed": 1, "step": 0, "parameters": []}
     cfg = vit_torch.Config(manifest, directory)
     params = {}
     for name, shape in cfg.parameter_shapes():
@@ -132,6 +163,12 @@ def write_checkpoint(directory, method, rng, image=8, patch=2, D=8, H=2, L=2, ml
         np.save(os.path.join(directory, name + ".npy"), a)
         manifest["parameters"].append({"name": name, "file": name + ".npy", "shape": list(shape), "dtype": "float32",
                                        "kind": "parameter"})
+        params[name] = a.astype(np.float64)
+    for name, shape in cfg.buffer_shapes():  # fixed draws, N(0, 1 / sqrt(d_k)) like random-fourier's
+        a = (rng.standard_normal(shape) * cfg.d_k ** -0.25).astype(np.float32)
+        np.save(os.path.join(directory, name + ".npy"), a)
+        manifest["parameters"].append({"name": name, "file": name + ".npy", "shape": list(shape), "dtype": "float32",
+                                       "kind": "buffer"})
         params[name] = a.astype(np.float64)
     with open(os.path.join(directory, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
@@ -160,7 +197,13 @@ def step(ckpt, batch, out, extra=(), env=None):
 
 def check_method(tmp, method, rng):
     ckpt = os.path.join(tmp, method, "ckpt")
-    cfg, params = write_checkpoint(ckpt, method, rng, projection_k=5 if method == "linformer" else 0)
+    # Options away from their defaults where the defaults would hide something: 5 landmarks split the 16 tokens
+    # into segments of 3 and 4; a Linformer k of 5; 7 features for FAVOR+, 64 for random Fourier features, whose
+    # signed denominator comes near 0 with few features (its loss then curves too sharply for differences).
+    cfg, params = write_checkpoint(ckpt, method, rng, projection_k=5 if method == "linformer" else 0,
+                                   features=64 if method == "random-fourier" else 7,
+                                   landmarks=5 if method == "nystrom" else 0)
+    buffer_names = {n for n, _ in cfg.buffer_shapes()}
     batch = os.path.join(tmp, method, "batch")
     images, labels = write_batch(batch, rng, 3, cfg.image)
     out = os.path.join(tmp, method, "torch")
@@ -179,7 +222,7 @@ def check_method(tmp, method, rng):
     worst = 0.0
     # Scaled by the tensor's largest gradient, or a small fraction of the model's where a tensor's gradient is
     # zero in exact arithmetic (the key bias under exact attention: it shifts a row of scores by a constant).
-    model_scale = max(np.abs(np.load(os.path.join(out, "grad", n + ".npy"))).max() for n in params)
+    model_scale = max(np.abs(np.load(os.path.join(out, "grad", n + ".npy"))).max() for n in params if n not in buffer_names)
     for name in names:
         grad = np.load(os.path.join(out, "grad", name + ".npy"))
         scale = max(np.abs(grad).max(), 1e-6 * model_scale)
@@ -200,6 +243,9 @@ def check_method(tmp, method, rng):
     meta = json.load(open(os.path.join(out, "step.json")))
     check(abs(meta["lr"] - lr) < 1e-18, f"{method}: lr {meta['lr']}, the schedule gives {lr}")
     for name in params:
+        if name in buffer_names:
+            check(not os.path.exists(os.path.join(out, "grad", name + ".npy")), f"{method}: buffer {name} has a gradient")
+            continue
         g = np.load(os.path.join(out, "grad", name + ".npy"))
         want = params[name] - lr * g / (np.abs(g) + 1e-8)
         got = np.load(os.path.join(out, "updated", name + ".npy"))
@@ -268,7 +314,9 @@ def check_bad_input(tmp, ckpt, batch, rng):
         json.dump(m, open(os.path.join(c, "manifest.json"), "w"))
         return c
 
-    refused(step(edited("method", lambda m, c: m.update(method="favor")), batch, out), "unmirrored method", "not mirrored")
+    refused(step(edited("method", lambda m, c: m.update(method="performer")), batch, out), "unknown method", "not mirrored")
+    refused(step(edited("buffers", lambda m, c: m.update(method="favor")), batch, out), "favor without its draws",
+            "missing block0.attn.method.omega_head0")
     refused(step(edited("format", lambda m, c: m.update(format="x")), batch, out), "other format", "not an attnlab-vit-checkpoint")
     refused(step(edited("L", lambda m, c: m.update(L=3)), batch, out), "L = 3 with two blocks' tensors", "missing block2.ln1.gamma")
     refused(step(edited("n", lambda m, c: m.update(n=15)), batch, out), "n not (image / patch)^2", "n = 15 is not")

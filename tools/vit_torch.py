@@ -19,7 +19,9 @@ the hand-written forward, backward and Adam update against PyTorch autograd on t
            parameters, since an Adam step moves each entry by at most about lr, against --tol-update). Prints
            one line per tensor, the worst first, as llm.c's test_gpt2.c does; exit 0 when all pass, 1 otherwise.
 
-Mirrored attention methods: exact, symmetric, linear-elu, linear-shen, linformer (its learned E and F).
+Mirrored attention methods: all eight of attention/trainable.hpp: exact, symmetric, linear-elu, linear-shen,
+linformer (its learned E and F), random-fourier and favor (their fixed per-head draws, read from the checkpoint's
+buffers), nystrom (segment-mean landmarks, the iterative pseudoinverse differentiated through every iterate).
 
 Exit status 2 with one line for bad input (a missing file, a manifest that does not describe the model, a
 batch of the wrong shape or type); 77 when PyTorch or NumPy is not importable (Debian: python3-torch).
@@ -63,7 +65,9 @@ PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530  # the training set's, fixed (vit_spec.md
 LN_EPS = 1e-5
 PEAK_LR = 5e-4
 ADAM = dict(betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
-METHODS = ("exact", "symmetric", "linear-elu", "linear-shen", "linformer")
+METHODS = ("exact", "symmetric", "linear-elu", "linear-shen", "linformer", "random-fourier", "favor", "nystrom")
+DEFAULT_FEATURES = 256  # random-fourier, favor (attention/random_features_train.hpp)
+DEFAULT_PINV_ITERATIONS = 6  # nystrom (Nystromformer's; linalg/iterative_pinv.hpp)
 
 
 class InputError(Exception):
@@ -81,6 +85,9 @@ class Config:
             self.image = int(manifest.get("image", 28))
             self.classes = int(manifest.get("classes", 10))
             self.projection_k = int(manifest.get("projection_k", 0))
+            self.features = int(manifest.get("features", 0)) or DEFAULT_FEATURES
+            self.landmarks = int(manifest.get("landmarks", 0)) or min(64, int(manifest["n"]))
+            self.pinv_iterations = int(manifest.get("pinv_iterations", 0)) or DEFAULT_PINV_ITERATIONS
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"{where}: manifest.json lacks a valid {e}")
         if self.method not in METHODS:
@@ -90,6 +97,15 @@ class Config:
         if self.image % self.patch or (self.image // self.patch) ** 2 != self.n:
             raise InputError(f"{where}: n = {self.n} is not (image / patch)^2 = ({self.image} / {self.patch})^2")
         self.d_k = self.D // self.H
+        if self.method == "nystrom" and not 1 <= self.landmarks <= self.n:
+            raise InputError(f"{where}: landmarks = {self.landmarks} must lie in [1, n = {self.n}]")
+
+    def buffer_shapes(self):
+        """The fixed random draws (kind "buffer"): one (features, d_k) matrix per head and layer for random-fourier
+        and favor, none for the other methods."""
+        if self.method not in ("random-fourier", "favor"):
+            return []
+        return [(f"block{l}.attn.method.omega_head{h}", (self.features, self.d_k)) for l in range(self.L) for h in range(self.H)]
 
     def parameter_shapes(self):
         """Every learned tensor, in manifest order (vit_spec.md), with its shape in the y = x W convention."""
@@ -110,7 +126,17 @@ class Config:
         return shapes
 
 
-def attention(method, q, k, v, p, prefix):
+def segment_means(x, m):
+    """Landmarks: segment s averages rows floor(s n / m) .. floor((s + 1) n / m) - 1 of x (..., n, d)."""
+    n = x.shape[-2]
+    avg = torch.zeros(m, n, dtype=x.dtype)
+    for s in range(m):
+        lo, hi = s * n // m, (s + 1) * n // m
+        avg[s, lo:hi] = 1.0 / (hi - lo)
+    return avg @ x
+
+
+def attention(method, q, k, v, p, prefix, cfg=None):
     """Head outputs (N, H, n, d_k) from projected q, k, v (N, H, n, d_k); the method applies its own scale."""
     scale = q.shape[-1] ** -0.5
     if method == "exact":
@@ -126,6 +152,39 @@ def attention(method, q, k, v, p, prefix):
     if method == "linformer":  # learned E, F (kp x n), shared by the layer's heads, separate for keys and values
         e, f = p[prefix + "attn.method.E"], p[prefix + "attn.method.F"]
         return torch.softmax(q @ (e @ k).transpose(-1, -2) * scale, -1) @ (f @ v)
+    if method in ("random-fourier", "favor"):  # each head's fixed draw W (features x d_k), stacked: (H, features, d_k)
+        w = torch.stack([p[f"{prefix}attn.method.omega_head{h}"] for h in range(q.shape[1])])
+        if method == "random-fourier":
+            # phi(x) = sqrt(1/D) [sin(x W^T), cos(x W^T)], W ~ N(0, I / tau), tau = sqrt(d_k); each key weighted by
+            # exp(|k_j|^2 / 2 tau) (the queries' factor cancels); the denominator is signed.
+            tau = q.shape[-1] ** 0.5
+            c = w.shape[-2] ** -0.5
+            feats = lambda x: c * torch.cat([torch.sin(x @ w.transpose(-1, -2)), torch.cos(x @ w.transpose(-1, -2))], -1)  # noqa: E731
+            sq = (k * k).sum(-1, keepdim=True)
+            phi_k = feats(k) * torch.exp((sq - sq.amax(-2, keepdim=True)) / (2 * tau))  # a common factor: cancels
+            phi_q = feats(q)
+            return (phi_q @ (phi_k.transpose(-1, -2) @ v)) / (phi_q @ phi_k.sum(-2).unsqueeze(-1))
+        # FAVOR+: a_jr = w_r . y_j - |y_j|^2 / 2 with y = d_k^(-1/4) k, b_ir = w_r . d_k^(-1/4) q_i;
+        # out_i = sum_r softmax_r(b_ir + log sum_j exp(a_jr)) sum_j softmax_j(a_jr) v_j.
+        s = q.shape[-1] ** -0.25
+        y = s * k
+        a = y @ w.transpose(-1, -2) - (y * y).sum(-1, keepdim=True) / 2
+        logits = (s * q) @ w.transpose(-1, -2) + torch.logsumexp(a, -2, keepdim=True)
+        return torch.softmax(logits, -1) @ (torch.softmax(a, -2).transpose(-1, -2) @ v)
+    if method == "nystrom":  # F Z (B V): segment-mean landmarks, Nystromformer's iterative pseudoinverse
+        m = cfg.landmarks
+        q_l, k_l = segment_means(q, m), segment_means(k, m)
+        f_ker = torch.softmax(q @ k_l.transpose(-1, -2) * scale, -1)
+        a_ker = torch.softmax(q_l @ k_l.transpose(-1, -2) * scale, -1)
+        b_ker = torch.softmax(q_l @ k.transpose(-1, -2) * scale, -1)
+        # Z_0 = A^T / (||A||_1 ||A||_inf) per matrix, differentiated through its scale too.
+        alpha = 1 / (a_ker.abs().sum(-2).amax(-1) * a_ker.abs().sum(-1).amax(-1))
+        z = alpha[..., None, None] * a_ker.transpose(-1, -2)
+        eye = torch.eye(m, dtype=q.dtype)
+        for _ in range(cfg.pinv_iterations):
+            az = a_ker @ z
+            z = (0.25 * z) @ (13 * eye - az @ (15 * eye - az @ (7 * eye - az)))
+        return f_ker @ (z @ (b_ker @ v))
     raise AssertionError(method)
 
 
@@ -142,7 +201,7 @@ def forward(cfg, p, images):
         z = F.layer_norm(h, (D,), p[b + "ln1.gamma"], p[b + "ln1.beta"], eps=LN_EPS)
         # Head h is columns h*d_k .. (h+1)*d_k - 1 of Q, K, V: (N, n, D) -> (N, H, n, d_k).
         q, k, v = ((z @ p[b + f"attn.W{w}"] + p[b + f"attn.b{w}"]).reshape(N, cfg.n, H, dk).transpose(1, 2) for w in "qkv")
-        heads = attention(cfg.method, q, k, v, p, b).transpose(1, 2).reshape(N, cfg.n, D)
+        heads = attention(cfg.method, q, k, v, p, b, cfg).transpose(1, 2).reshape(N, cfg.n, D)
         h = h + heads @ p[b + "attn.Wo"] + p[b + "attn.bo"]
         z = F.layer_norm(h, (D,), p[b + "ln2.gamma"], p[b + "ln2.beta"], eps=LN_EPS)
         h = h + F.gelu(z @ p[b + "mlp.W1"] + p[b + "mlp.b1"]) @ p[b + "mlp.W2"] + p[b + "mlp.b2"]  # exact erf GELU
@@ -167,6 +226,14 @@ def init_parameters(cfg, generator, dtype=None):
             t = torch.randn(shape, generator=generator, dtype=dtype) * 0.02
         p[name] = t.requires_grad_(True)
     return p
+
+
+def init_buffers(cfg, generator, dtype=None):
+    """Fixed random draws for random-fourier and favor (Gaussian, std 1 / sqrt(tau) and 1; not attnlab's
+    orthogonal FAVOR+ draw): for timing only."""
+    dtype = dtype or torch.float32
+    std = cfg.d_k ** -0.25 if cfg.method == "random-fourier" else 1.0
+    return {name: torch.randn(shape, generator=generator, dtype=dtype) * std for name, shape in cfg.buffer_shapes()}
 
 
 def cosine_lr(step, total):
@@ -223,6 +290,16 @@ def load_checkpoint(directory):
     for name, shape in want:
         if tuple(params[name].shape) != shape:
             raise InputError(f"{path}: {name} has shape {tuple(params[name].shape)}, the model needs {shape}")
+    want_buffers = dict(cfg.buffer_shapes())
+    if set(want_buffers) != set(buffers):
+        missing = sorted(set(want_buffers) - set(buffers))
+        extra = sorted(set(buffers) - set(want_buffers))
+        raise InputError(f"{path}: the buffers do not match a {cfg.method} ViT: "
+                         + "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
+                                                 f"unexpected {', '.join(extra)}" if extra else "") if x))
+    for name, shape in want_buffers.items():
+        if tuple(buffers[name].shape) != shape:
+            raise InputError(f"{path}: buffer {name} has shape {tuple(buffers[name].shape)}, the model needs {shape}")
     return cfg, params, buffers
 
 
