@@ -15,7 +15,8 @@ the hand-written forward, backward and Adam update against PyTorch autograd on t
            Buffers (kind "buffer": fixed random draws) are inputs only: no gradient, no update.
   compare  compares a directory in that layout (e.g. written by attnlab) against one written by `step`:
            per tensor the largest absolute difference divided by a scale (the reference tensor's largest
-           magnitude for the loss, logits and gradients, against --tol; the learning rate for updated
+           magnitude for the loss, logits and gradients (at least a millionth of the largest gradient of the model,
+           for gradients that are zero but for rounding), against --tol; the learning rate for updated
            parameters, since an Adam step moves each entry by at most about lr, against --tol-update). Prints
            one line per tensor, the worst first, as llm.c's test_gpt2.c does; exit 0 when all pass, 1 otherwise.
 
@@ -369,6 +370,11 @@ def cmd_compare(args):
     tensors += [(f"grad {n}", os.path.join("grad", n + ".npy")) for n in meta["parameters"]]
     tensors += [(f"updated {n}", os.path.join("updated", n + ".npy")) for n in meta["parameters"]]
     rows, problems = [], []
+    # A gradient that is zero in exact arithmetic (the key bias under exact attention shifts a row of scores
+    # by a constant) is rounding noise on both sides: it is scaled by a millionth of the model's largest
+    # gradient rather than by its own noise.
+    grad_floor = 1e-6 * max(float(np.max(np.abs(load_npy(os.path.join(args.reference, rel), label)), initial=0.0))
+                            for label, rel in tensors if label.startswith("grad"))
     for label, rel in tensors:
         ref = load_npy(os.path.join(args.reference, rel), label)
         cand_path = os.path.join(args.candidate, rel)
@@ -381,7 +387,8 @@ def cmd_compare(args):
             continue
         diff = float(np.max(np.abs(cand.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
         # An Adam step moves an entry by at most about lr: the update's error is measured in steps.
-        scale = lr if label.startswith("updated") else max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1e-300)
+        own = float(np.max(np.abs(ref))) if ref.size else 0.0
+        scale = lr if label.startswith("updated") else max(own, grad_floor if label.startswith("grad") else 0.0, 1e-300)
         ratio = diff / scale if math.isfinite(diff) else math.inf
         tol = args.tol_update if label.startswith("updated") else args.tol
         rows.append((ratio / tol, ratio, label, diff, scale, tol))
