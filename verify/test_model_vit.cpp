@@ -334,3 +334,20 @@ TEST_CASE("fit: a tiny ViT learns a task a linear map solves (bright vs dark ima
   CHECK_THROWS_AS(fit<float>(trainer, train.set(8), test.set(8), o, [](const StepRecord&) {}, [](const EpochRecord&) {}),
                   std::invalid_argument);
 }
+
+TEST_CASE("exp_vit_training: a missing data directory, an unknown method, zero epochs: one line, exit status 2") {
+  ScratchDir out;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--data", (out.path() / "no-such-dir").string()}, {"--method", "softmax"}, {"--epochs", "0"}}) {
+    std::vector<std::string> all = {"--quick", "--out", out.path().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    const RunResult r = run_binary("exp_vit_training", all);
+    INFO(r.output);
+    CHECK(r.exit_status == 2);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.find(args[1]) != std::string::npos);  // names the bad value
+  }
+  CHECK(run_binary("exp_vit_training", {"--quick", "--data", (out.path() / "x").string(), "--out", out.path().string()})
+            .output.find("dataset-fashion-mnist") != std::string::npos);  // names the Debian package
+  CHECK(!std::filesystem::exists(out.path() / "claims.csv"));
+}

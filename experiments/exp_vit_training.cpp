@@ -1,0 +1,193 @@
+// U17 (U16 made testable): a vision Transformer trained here on Fashion-MNIST with each attention method,
+// over several seeds; which attention is the most accurate (seed 002's protocol, scaled to this CPU).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attnlab/attention/trainable.hpp"
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/idx.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/mean_interval.hpp"
+#include "attnlab/lab/verdict.hpp"
+#include "attnlab/lab/statistics.hpp"
+#include "attnlab/model/checkpoint.hpp"
+#include "attnlab/model/fit.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+constexpr const char* kSource = "002_cfe0fd4ab08b70f3.txt";
+// The protocol (vit_spec.md): Adam, peak learning rate 5e-4 (the seed's), cosine annealing to 0.
+constexpr double kLearningRate = 5e-4;
+// Batch 32, not the seed's GPU 256: on 2 cores the budget allows one pass over the data, and
+// smaller batches take more optimiser steps from the same images (two chunks: one per core).
+constexpr Eigen::Index kBatch = 32;
+constexpr int kSeeds = 3;
+// Chosen from the engine's measured throughput so that every method x 3 seeds fits 60 minutes (README).
+constexpr int kFullEpochs = 1;
+// --quick: four steps of 32 images and 256 test images per run, every method and seed.
+constexpr std::int64_t kQuickTrainImages = 128;
+constexpr std::int64_t kQuickTestImages = 256;
+// The methods compared for U17: seed 002's five attentions (both linear forms, both random-feature forms).
+// "symmetric" (seed 000's reparameterization) is trained and reported beside them, not part of the claim.
+const std::vector<std::string> kSeed002Methods = {"exact", "linear-elu", "linear-shen", "linformer",
+                                                  "random-fourier", "favor", "nystrom"};
+
+std::string interval_text(const MeanInterval& m) {
+  return fmt::format("{:.4f} [{:.4f}, {:.4f}]", m.mean, m.interval.lower, m.interval.upper);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Every step frees and reallocates the attention tapes (up to 150 KiB each): keep freed memory in the
+  // heap instead of returning it to the kernel, or page faults dominate (the BENCH_ENV of make bench).
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+
+  ExperimentCli cli("exp_vit_training", "U17: a ViT trained on Fashion-MNIST with each attention method (seed 002)");
+  std::vector<std::string> choices = {"all"};
+  for (const auto& m : trainable_attention_names()) choices.push_back(m);
+  std::string method = "all";
+  int epochs = 0;
+  std::string data_dir = kFashionMnistDir;
+  cli.app().add_option("--method", method, "one attention method, or all")->check(CLI::IsMember(choices));
+  cli.app().add_option("--epochs", epochs, fmt::format("passes over the training set (default {}; --quick: 1)", kFullEpochs))
+      ->check(CLI::Range(1, 1000));
+  cli.app().add_option("--data", data_dir, "directory with the four Fashion-MNIST IDX files (gzip)");
+  cli.parse(argc, argv);
+  FashionMnist data;
+  try {
+    data = load_fashion_mnist(data_dir);
+  } catch (const IdxError& e) {
+    fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
+    return kExitUsage;
+  }
+  if (data.train_images.rows != 28 || data.train_images.cols != 28 || data.test_images.rows != 28 || data.test_images.cols != 28) {
+    fmt::print(stderr, "{}: {}: images are not 28 x 28\n", cli.name(), data_dir);
+    return kExitUsage;
+  }
+
+  return run_experiment(cli.name(), [&] {
+    const bool quick = cli.options().quick;
+    const int n_epochs = epochs > 0 ? epochs : (quick ? 1 : kFullEpochs);
+    const std::vector<std::string> methods =
+        method == "all" ? trainable_attention_names() : std::vector<std::string>{method};
+    const ImageSet train{data.train_images.pixels, data.train_labels, 28};
+    const ImageSet test{data.test_images.pixels, data.test_labels, 28};
+    FitOptions fit_options;
+    fit_options.epochs = n_epochs;
+    fit_options.batch = kBatch;
+    fit_options.lr = kLearningRate;
+    fit_options.train_images = quick ? kQuickTrainImages : -1;
+    fit_options.test_images = quick ? kQuickTestImages : -1;
+    const std::int64_t train_images = quick ? kQuickTrainImages : train.count();
+    const std::int64_t run_steps = steps_per_epoch(train_images, kBatch) * n_epochs;
+
+    CsvTable steps({text_col("method"), int_col("seed"), int_col("epoch"), int_col("step"), real_col("lr"),
+                    real_col("train_loss")});
+    CsvTable epoch_table({text_col("method"), int_col("seed"), int_col("epoch"), real_col("test_loss"),
+                          real_col("test_accuracy"), int_col("test_correct"), int_col("test_images")});
+    CsvTable runs({text_col("method"), int_col("seed"), text_col("attention"), real_col("test_accuracy"),
+                   real_col("accuracy_lower95"), real_col("accuracy_upper95"), int_col("test_correct"),
+                   int_col("test_images"), int_col("train_images"), int_col("epochs"), int_col("steps"), int_col("batch"),
+                   real_col("peak_lr"), text_col("schedule"), text_col("optimizer"), int_col("D"), int_col("heads"),
+                   int_col("layers"), int_col("mlp"), int_col("tokens"), int_col("patch"), int_col("parameters")});
+    CsvTable timing({text_col("method"), int_col("seed"), int_col("steps"), real_col("seconds_per_step"),
+                     real_col("train_seconds_per_epoch"), real_col("eval_seconds_per_epoch"),
+                     real_col("train_images_per_second"), int_col("threads")});
+
+    std::map<std::string, std::vector<double>> accuracy;
+    std::map<std::string, std::string> described;
+    const auto start = std::chrono::steady_clock::now();
+    const double total_steps = static_cast<double>(methods.size() * kSeeds) * static_cast<double>(run_steps);
+    double steps_done = 0;
+    for (const auto& m : methods)
+      for (int s = 0; s < kSeeds; ++s) {
+        ViTConfig config;
+        config.seed = cli.options().seed + static_cast<std::uint64_t>(s);
+        config.attention.method = m;
+        ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+        described[m] = model.attention(0).describe();
+        Trainer<float> trainer(model);
+        fit_options.shuffle_seed = derive_seed(config.seed, 1);
+        double train_seconds = 0, eval_seconds = 0;
+        Evaluation last;
+        fit<float>(
+            trainer, train, test, fit_options,
+            [&](const StepRecord& r) {
+              steps.add_row({m, s, r.epoch, r.step, r.lr, r.loss});
+              steps_done += 1;
+            },
+            [&](const EpochRecord& r) {
+              epoch_table.add_row({m, s, r.epoch, r.test.loss, r.test.accuracy(), r.test.correct, r.test.count});
+              train_seconds += r.train_seconds;
+              eval_seconds += r.eval_seconds;
+              last = r.test;
+              if (!quick) {
+                const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                const double eta = elapsed / steps_done * (total_steps - steps_done);
+                fmt::print(stderr, "{}: {} seed {}/{} epoch {}/{}: test accuracy {:.4f}, {:.0f} images/s, ETA {:.0f} min\n",
+                           cli.name(), m, s + 1, kSeeds, r.epoch, n_epochs, r.test.accuracy(),
+                           static_cast<double>(r.steps * kBatch) / r.train_seconds, eta / 60);
+              }
+            });
+        const Interval cp = clopper_pearson(static_cast<std::size_t>(last.correct), static_cast<std::size_t>(last.count));
+        runs.add_row({m, s, described[m], last.accuracy(), cp.lower, cp.upper, last.correct, last.count, train_images,
+                      n_epochs, run_steps, kBatch, kLearningRate, "cosine to 0 over the run's steps",
+                      "Adam(0.9, 0.999, eps 1e-8, no weight decay)", config.D, config.heads, config.layers, config.mlp,
+                      config.tokens(), config.patch, model.parameter_count()});
+        timing.add_row({m, s, run_steps, train_seconds / static_cast<double>(run_steps), train_seconds / n_epochs,
+                        eval_seconds / n_epochs, static_cast<double>(run_steps * kBatch) / train_seconds,
+                        cli.options().threads});
+        accuracy[m].push_back(last.accuracy());
+        // One full-run checkpoint per method (seed index 0), for the next experiments and for users.
+        if (!quick && s == 0) save_checkpoint(model, cli.options().out / "checkpoints" / m, run_steps);
+      }
+
+    const std::string steps_file = "vit_training_steps.csv", epochs_file = "vit_training_epochs.csv",
+                      runs_file = "vit_training_runs.csv", timing_file = "vit_training_timing.csv";
+    cli.write_table(steps, steps_file);
+    cli.write_table(epoch_table, epochs_file);
+    cli.write_table(runs, runs_file);
+    cli.write_table(timing, timing_file);
+
+    // U17, by the rule fixed in judge_best_of: holds only if Linformer's 95% Student-t interval of the
+    // mean test accuracy lies above every other seed-002 method's; fails if one lies above Linformer's.
+    std::vector<MethodInterval> intervals;
+    std::vector<std::pair<std::string, MeanInterval>> groups;
+    for (const auto& m : kSeed002Methods)
+      if (accuracy.count(m) != 0) {
+        groups.emplace_back(m, student_t_mean_interval(accuracy[m]));
+        intervals.push_back({m, groups.back().second.interval.lower, groups.back().second.interval.upper});
+      }
+    if (accuracy.count("linformer") == 0 || groups.size() < 2) {
+      fmt::print(stderr, "{}: U17 needs linformer and another method; no ledger row written\n", cli.name());
+      return;
+    }
+    const Judgement j = judge_best_of(intervals, "linformer");
+    std::string means;
+    for (const auto& [name, g] : groups) means += fmt::format("{}{} {}", means.empty() ? "" : "; ", name, interval_text(g));
+    if (accuracy.count("symmetric") != 0)
+      means += "; beside them, seed 000's symmetric " + interval_text(student_t_mean_interval(accuracy["symmetric"]));
+    const std::string note = fmt::format(
+        "{} Mean test accuracy over {} seeds, 95% Student-t intervals: {}. Fashion-MNIST ({} test images) "
+        "in place of CIFAR-10, {} training images per epoch; ViT D={} H={} L={} mlp={} on 196 2x2-patch tokens; Adam, lr 5e-4 cosine, batch {}; {} epoch(s), "
+        "the budget of 60 minutes on 2 cores for every method (the seed trained 50 epochs on GPUs: "
+        "bin/exp_vit_training --epochs 50 runs that protocol). Per-run Clopper-Pearson intervals in {}.{}",
+        j.note, kSeeds, means, quick ? kQuickTestImages : test.count(), train_images, ViTConfig{}.D, ViTConfig{}.heads,
+        ViTConfig{}.layers, ViTConfig{}.mlp, kBatch, n_epochs, cli.evidence_path(runs_file),
+        quick ? " --quick: a few steps, not a test of the claim." : "");
+    cli.write_claims({ClaimRow{"U17", kSource, j.verdict,
+                               "lower 95% bound of Linformer's mean test accuracy minus the highest upper bound of the other seed-002 methods (fraction)",
+                               j.observed, kSeparationThreshold, cli.evidence_path(runs_file), note}});
+  });
+}
