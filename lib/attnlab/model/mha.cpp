@@ -23,9 +23,13 @@ void mha_forward(const Mat<T>& z, const MhaParams<T>& p, const TrainableAttentio
   // pass 2: each (image, head) is an independent attention over n tokens. The head's columns are
   // copied into contiguous (n, d_k) matrices, the method's interface.
   tape.o.resize(z.rows(), D);
-  // Without keep_tape no head tape survives, so a backward after an evaluation forward fails loudly.
-  tape.heads.clear();
-  if (keep_tape) tape.heads.resize(static_cast<std::size_t>(B * heads));
+  // With keep_tape the previous step's head tapes are handed back to the method, which reuses their
+  // storage (no fresh allocation per step). Without it no tape survives, so a backward after an
+  // evaluation forward fails loudly.
+  if (keep_tape)
+    tape.heads.resize(static_cast<std::size_t>(B * heads));
+  else
+    tape.heads.clear();
   for (Eigen::Index b = 0; b < B; ++b)
     for (Eigen::Index h = 0; h < heads; ++h) {
       tape.qh = tape.q.block(b * n, h * dk, n, dk);
