@@ -3,6 +3,8 @@
 
 #include <Eigen/Dense>
 
+#include "attnlab/core/eigen_products.hpp"
+
 namespace attnlab {
 
 // Column-major, dynamic size: the layout of Eigen's defaults and of every kernel here.
