@@ -58,7 +58,7 @@ def main():
             return 2
     try:
         cfg = vit_torch.Config({"method": args.method, "D": args.D, "H": args.H, "L": args.L, "mlp": args.mlp,
-                                "n": 196, "patch": 2, "image": 28, "classes": 10}, "options")
+                                "n": 196, "patch": 4, "stride": 2, "pad": 1, "image": 28, "classes": 10}, "options")
     except vit_torch.InputError as e:
         print(f"bench_vit_torch: {e}", file=sys.stderr)
         return 2

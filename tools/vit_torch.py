@@ -62,6 +62,7 @@ def require_torch():
     torch, F = torch_module, functional
 
 FORMAT = "attnlab-vit-checkpoint"
+VERSION = 2  # version 2 added the patch windows' stride and pad
 PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530  # the training set's, fixed (vit_spec.md)
 LN_EPS = 1e-5
 PEAK_LR = 5e-4
@@ -83,6 +84,7 @@ class Config:
             self.method = str(manifest["method"])
             self.D, self.H, self.L, self.mlp = (int(manifest[k]) for k in ("D", "H", "L", "mlp"))
             self.patch, self.n = int(manifest["patch"]), int(manifest["n"])
+            self.stride, self.pad = int(manifest["stride"]), int(manifest["pad"])
             self.image = int(manifest.get("image", 28))
             self.classes = int(manifest.get("classes", 10))
             self.projection_k = int(manifest.get("projection_k", 0))
@@ -95,8 +97,13 @@ class Config:
             raise InputError(f"{where}: method '{self.method}' is not mirrored in PyTorch (mirrored: {', '.join(METHODS)})")
         if min(self.D, self.H, self.L, self.mlp, self.patch, self.image, self.classes) < 1 or self.D % self.H:
             raise InputError(f"{where}: widths D = {self.D}, H = {self.H}, L = {self.L}, mlp = {self.mlp} do not describe a model")
-        if self.image % self.patch or (self.image // self.patch) ** 2 != self.n:
-            raise InputError(f"{where}: n = {self.n} is not (image / patch)^2 = ({self.image} / {self.patch})^2")
+        span = self.image + 2 * self.pad - self.patch
+        if self.stride < 1 or not 0 <= self.pad < self.patch or span < 0 or span % self.stride:
+            raise InputError(f"{where}: patch windows (patch {self.patch}, stride {self.stride}, pad {self.pad}) do not tile "
+                             f"the {self.image}x{self.image} image")
+        self.grid = span // self.stride + 1
+        if self.grid ** 2 != self.n:
+            raise InputError(f"{where}: n = {self.n} is not ((image + 2 pad - patch) / stride + 1)^2 = {self.grid ** 2}")
         self.d_k = self.D // self.H
         if self.method == "nystrom" and not 1 <= self.landmarks <= self.n:
             raise InputError(f"{where}: landmarks = {self.landmarks} must lie in [1, n = {self.n}]")
@@ -191,10 +198,12 @@ def attention(method, q, k, v, p, prefix, cfg=None):
 
 def forward(cfg, p, images):
     """Logits (N, classes) of uint8 images (N, image, image) under parameters p (name -> tensor)."""
-    N, g, s = images.shape[0], cfg.image // cfg.patch, cfg.patch
-    x = (images.to(p["embed.W"].dtype) / 255 - PIXEL_MEAN) / PIXEL_STD
-    # 2x2 patches in row-major order over the grid, pixels row-major inside a patch: (N, n, patch^2).
-    tokens = x.reshape(N, g, s, g, s).permute(0, 1, 3, 2, 4).reshape(N, g * g, s * s)
+    N = images.shape[0]
+    # The image zero-padded (background pixels), then patch x patch windows every `stride` pixels, in row-major
+    # order over the grid, pixels row-major inside a window (unfold's order): (N, n, patch^2).
+    padded = F.pad(images.to(p["embed.W"].dtype).unsqueeze(1), (cfg.pad,) * 4)
+    x = (padded / 255 - PIXEL_MEAN) / PIXEL_STD
+    tokens = F.unfold(x, cfg.patch, stride=cfg.stride).transpose(1, 2)
     h = tokens @ p["embed.W"] + p["embed.b"] + p["embed.pos"]
     D, H, dk = cfg.D, cfg.H, cfg.d_k
     for l in range(cfg.L):
@@ -261,8 +270,8 @@ def load_checkpoint(directory):
         manifest = json.load(open(path, encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: not valid JSON ({e})")
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != 1:
-        raise InputError(f"{path}: not an {FORMAT} manifest of version 1")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise InputError(f"{path}: not an {FORMAT} manifest of version {VERSION}")
     cfg = Config(manifest, path)
     entries = manifest.get("parameters")
     if not isinstance(entries, list):

@@ -114,7 +114,7 @@ TEST_CASE("GELU backward matches central differences, and GELU is the erf form")
   }
 }
 
-TEST_CASE("patch embedding: patch order, and its backward matches central differences") {
+TEST_CASE("patch embedding: patch order, overlapping padded windows, and its backward matches central differences") {
   Rng rng(kModelTestSeed + 4);
   INFO("seed " << kModelTestSeed + 4);
   // Two 4x4 images with distinct pixels; 2x2 patches: token t = grid row * 2 + grid col.
@@ -122,7 +122,7 @@ TEST_CASE("patch embedding: patch order, and its backward matches central differ
   for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(7 * i);
   const std::vector<std::int64_t> pick = {1, 0};
   M p;
-  patchify<double>(pixels, pick, 4, 2, p);
+  patchify<double>(pixels, pick, 4, 2, 2, 0, p);
   REQUIRE(p.rows() == 8);
   REQUIRE(p.cols() == 4);
   auto norm = [](int v) { return (v / 255.0 - kPixelMean) / kPixelStd; };
@@ -130,6 +130,26 @@ TEST_CASE("patch embedding: patch order, and its backward matches central differ
   CHECK(p(3, 2) == doctest::Approx(norm(7 * (16 + 3 * 4 + 2))).epsilon(1e-15));
   // Image 0, token 1 (top-right), value 1 (top-right pixel): row 4 + 1, col 3.
   CHECK(p(5, 1) == doctest::Approx(norm(7 * (0 * 4 + 3))).epsilon(1e-15));
+  // 4x4 windows every 2 pixels of the image padded by 1: a 2x2 grid, windows overlapping by 2 pixels.
+  M w;
+  patchify<double>(pixels, pick, 4, 4, 2, 1, w);
+  REQUIRE(w.rows() == 8);
+  REQUIRE(w.cols() == 16);
+  // Image 1, token 0 (top-left window): its corner (0, 0) is padding, (1, 1) is pixel (0, 0).
+  CHECK(w(0, 0) == doctest::Approx(norm(0)).epsilon(1e-15));
+  CHECK(w(0, 1 * 4 + 1) == doctest::Approx(norm(7 * (16 + 0))).epsilon(1e-15));
+  // Token 3 (bottom-right window) starts at pixel (1, 1); its value (2, 1) is pixel (3, 2); (3, 3) is padding.
+  CHECK(w(3, 0) == doctest::Approx(norm(7 * (16 + 1 * 4 + 1))).epsilon(1e-15));
+  CHECK(w(3, 2 * 4 + 1) == doctest::Approx(norm(7 * (16 + 3 * 4 + 2))).epsilon(1e-15));
+  CHECK(w(3, 15) == doctest::Approx(norm(0)).epsilon(1e-15));
+  // Image 0, token 1 (top-right window, columns 1..4): its value (1, 2) is pixel (0, 3); (1, 3) is padding.
+  CHECK(w(4 + 1, 1 * 4 + 2) == doctest::Approx(norm(7 * 3)).epsilon(1e-15));
+  CHECK(w(4 + 1, 1 * 4 + 3) == doctest::Approx(norm(0)).epsilon(1e-15));
+  // Windows that do not tile the padded image are refused, naming the sizes.
+  CHECK_THROWS_WITH_AS(patchify<double>(pixels, pick, 4, 3, 2, 0, w), doctest::Contains("do not tile a 4x4 image"),
+                       std::invalid_argument);
+  CHECK_THROWS_AS(patchify<double>(pixels, pick, 4, 2, 2, 2, w), std::invalid_argument);  // pad >= patch
+  CHECK_THROWS_AS(patchify<double>(pixels, pick, 4, 2, 0, 0, w), std::invalid_argument);  // stride 0
   for (Eigen::Index B : {Eigen::Index(1), Eigen::Index(2), Eigen::Index(3)})
     for (Eigen::Index n : {Eigen::Index(1), Eigen::Index(4)}) {
       const Eigen::Index D = 3;

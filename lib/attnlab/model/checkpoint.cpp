@@ -19,7 +19,8 @@ namespace attnlab {
 namespace {
 
 constexpr const char* kFormat = "attnlab-vit-checkpoint";
-constexpr int kVersion = 1;
+// Version 2: the patch windows' stride and pad (version 1 had non-overlapping patches only).
+constexpr int kVersion = 2;
 
 // ---- a minimal JSON reader: objects, arrays, strings (simple escapes), numbers, true/false/null ----
 struct Json;
@@ -165,7 +166,8 @@ std::string shape_text(const std::vector<std::size_t>& s) {
 // The manifest's widths, as integers, in the order they are written and compared.
 std::vector<std::pair<std::string, std::int64_t>> widths(const ViTConfig& c) {
   return {{"D", c.D},         {"H", c.heads},           {"L", c.layers},        {"mlp", c.mlp},
-          {"n", c.tokens()},  {"patch", c.patch},       {"image", c.image},     {"classes", c.classes},
+          {"n", c.tokens()},  {"patch", c.patch},       {"stride", c.stride},   {"pad", c.pad},
+          {"image", c.image}, {"classes", c.classes},
           {"projection_k", c.attention.projection_k},   {"features", c.attention.features},
           {"landmarks", c.attention.landmarks},         {"pinv_iterations", c.attention.pinv_iterations}};
 }
@@ -216,6 +218,8 @@ Manifest read_manifest(const std::filesystem::path& dir) {
     c.layers = int_field(o, "L");
     c.mlp = int_field(o, "mlp");
     c.patch = static_cast<int>(int_field(o, "patch"));
+    c.stride = static_cast<int>(int_field(o, "stride"));
+    c.pad = static_cast<int>(int_field(o, "pad"));
     c.image = static_cast<int>(int_field(o, "image"));
     c.classes = int_field(o, "classes");
     c.attention.projection_k = int_field(o, "projection_k");
@@ -225,7 +229,11 @@ Manifest read_manifest(const std::filesystem::path& dir) {
     // The seed is information only (a 64-bit seed need not survive a JSON number): not compared.
     if (auto p = std::get_if<double>(&field(o, "seed").v); p != nullptr && *p >= 0 && *p < 1.8e19)
       c.seed = static_cast<std::uint64_t>(*p);
-    if (int_field(o, "n") != c.tokens()) throw std::runtime_error("n does not equal (image / patch)^2");
+    if (const int span = c.image + 2 * c.pad - c.patch;
+        c.image < 1 || c.patch < 1 || c.stride < 1 || c.pad < 0 || c.pad >= c.patch || span < 0 || span % c.stride != 0)
+      throw std::runtime_error("patch windows (patch " + std::to_string(c.patch) + ", stride " + std::to_string(c.stride) +
+                               ", pad " + std::to_string(c.pad) + ") do not tile the image (" + std::to_string(c.image) + ")");
+    if (int_field(o, "n") != c.tokens()) throw std::runtime_error("n does not equal ((image + 2 pad - patch) / stride + 1)^2");
     m.info.step = int_field(o, "step");
     const auto* arr = std::get_if<std::shared_ptr<JsonArray>>(&field(o, "parameters").v);
     if (arr == nullptr) throw std::runtime_error("\"parameters\" is not an array");

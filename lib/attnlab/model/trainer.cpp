@@ -86,7 +86,7 @@ double Trainer<T>::step(const ImageSet& data, std::span<const std::int64_t> batc
     for (auto& t : grad_refs_[cu]) Eigen::Map<Vec<T>>(t.data, t.size()).setZero();
     labels_[cu].resize(images.size());
     for (std::size_t i = 0; i < images.size(); ++i) labels_[cu][i] = checked_label(data, images[i]);
-    patchify<T>(data.pixels, images, data.side, model_.config().patch, act_[cu].patches);
+    patchify<T>(data.pixels, images, data.side, model_.config().patch, model_.config().stride, model_.config().pad, act_[cu].patches);
     losses_[cu] = model_.forward_backward(act_[cu], labels_[cu], scale, &grads_[cu]);
   });
   // The fixed reduction: chunk 0 += chunk 1, += chunk 2, ... in index order, tensor by tensor.
@@ -120,7 +120,7 @@ Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t coun
     std::iota(images.begin(), images.end(), first);
     std::vector<std::uint8_t> labels(images.size());
     for (std::size_t i = 0; i < images.size(); ++i) labels[i] = checked_label(data, images[i]);
-    patchify<T>(data.pixels, images, data.side, model.config().patch, a.patches);
+    patchify<T>(data.pixels, images, data.side, model.config().patch, model.config().stride, model.config().pad, a.patches);
     losses[static_cast<std::size_t>(c)] = model.forward_backward(a, labels, 1.0, nullptr);
     std::int64_t right = 0;
     for (Eigen::Index i = 0; i < size; ++i) {
@@ -148,7 +148,7 @@ Mat<T> predict_logits(const ViT<T>& model, const ImageSet& data, std::span<const
     const Eigen::Index size = std::min(kChunkImages, N - first);
     const auto chunk = images.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
     for (std::int64_t i : chunk) checked_label(data, i);
-    patchify<T>(data.pixels, chunk, data.side, model.config().patch, a.patches);
+    patchify<T>(data.pixels, chunk, data.side, model.config().patch, model.config().stride, model.config().pad, a.patches);
     model.forward_backward(a, {}, 1.0, nullptr);
     out.middleRows(first, size) = a.logits;
   }

@@ -80,8 +80,11 @@ ViTParams<T> shaped_params(const ViTConfig& c) {
 
 void check_config(const ViTConfig& c) {
   auto bad = [](const std::string& what) { throw std::invalid_argument("ViT: " + what); };
-  if (c.patch <= 0 || c.image <= 0 || c.image % c.patch != 0)
-    bad("patch (= " + std::to_string(c.patch) + ") must divide image (= " + std::to_string(c.image) + ")");
+  const int span = c.image + 2 * c.pad - c.patch;
+  if (c.image <= 0 || c.patch <= 0 || c.stride <= 0 || c.pad < 0 || c.pad >= c.patch || span < 0 || span % c.stride != 0)
+    bad("patch windows (patch " + std::to_string(c.patch) + ", stride " + std::to_string(c.stride) + ", pad " +
+        std::to_string(c.pad) + ") must tile the padded image (image " + std::to_string(c.image) +
+        "): patch, stride >= 1, 0 <= pad < patch, stride divides image + 2 pad - patch >= 0");
   if (c.D <= 0 || c.heads <= 0 || c.D % c.heads != 0)
     bad("D (= " + std::to_string(c.D) + ") must be a positive multiple of heads (= " + std::to_string(c.heads) + ")");
   if (c.layers <= 0) bad("layers (= " + std::to_string(c.layers) + ") must be positive");

@@ -20,7 +20,12 @@ namespace attnlab {
 // Widths and the attention method; the defaults are vit_spec.md's.
 struct ViTConfig {
   int image = 28;        // side of the square input image, pixels
-  int patch = 2;         // side of a patch, pixels
+  // Tokens: patch x patch windows every `stride` pixels of the image zero-padded by `pad` (overlapping
+  // when stride < patch): 4x4 windows every 2 pixels with padding 1 give the 14 x 14 = 196 tokens of
+  // 2x2 patches, each seeing its neighbours' pixels too (vit_spec.md).
+  int patch = 4;         // side of a window, pixels
+  int stride = 2;        // pixels between neighbouring windows
+  int pad = 1;           // background (0) pixels added on each side
   Eigen::Index D = 64;   // embedding width
   Eigen::Index heads = 4;
   Eigen::Index layers = 2;
@@ -31,7 +36,9 @@ struct ViTConfig {
   // n, d_k, d_v, heads and seed are filled in per layer by the model.
   TrainableAttentionConfig attention{"exact"};
 
-  Eigen::Index tokens() const { return static_cast<Eigen::Index>(image / patch) * (image / patch); }
+  // 0 for windows that do not fit (check_config and the checkpoint reader refuse those first).
+  Eigen::Index grid() const { return stride > 0 && image + 2 * pad >= patch ? (image + 2 * pad - patch) / stride + 1 : 0; }
+  Eigen::Index tokens() const { return grid() * grid(); }
   Eigen::Index patch_values() const { return static_cast<Eigen::Index>(patch) * patch; }
   Eigen::Index head_width() const { return D / heads; }
 };
