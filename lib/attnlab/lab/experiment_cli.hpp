@@ -51,8 +51,13 @@ class ExperimentCli {
   // Whether this run analyses the user's matrices instead of random draws, and those matrices.
   bool uses_given() const { return given_ && given_->used(); }
   const GivenInputs& given() const;
-  // The value of every table's `inputs` column: "random" or given_inputs' label.
-  std::string inputs_label() const { return given_ ? given_->label() : kRandomInputsLabel; }
+  // The value of every table's `inputs` column: "random", given_inputs' label, or the data set an
+  // experiment named with set_dataset (e.g. "fashion-mnist" for the training experiment).
+  std::string inputs_label() const {
+    return given_ ? given_->label() : dataset_.empty() ? std::string(kRandomInputsLabel) : dataset_;
+  }
+  // For an experiment that measures a fixed data set instead of random draws.
+  void set_dataset(std::string label) { dataset_ = std::move(label); }
 
   // Writes `table` to <out>/<file> with the `inputs` column appended.
   void write_table(const CsvTable& table, const std::string& file) const;
@@ -70,6 +75,7 @@ class ExperimentCli {
   CLI::App app_;
   CommonOptions options_;
   std::optional<GivenInputs> given_;
+  std::string dataset_;
 };
 
 // Runs an experiment body, turning escaping exceptions into one line on stderr and

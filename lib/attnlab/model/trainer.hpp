@@ -14,8 +14,9 @@
 
 namespace attnlab {
 
-// Images per chunk: the unit of parallel work and of the fixed reduction order.
-inline constexpr Eigen::Index kChunkImages = 16;
+// Images per chunk: the unit of parallel work and of the fixed reduction order (8: a batch of 16 is one
+// chunk per core; each chunk's GEMMs still have 8 * 196 rows).
+inline constexpr Eigen::Index kChunkImages = 8;
 
 // A set of labelled square uint8 images, row-major, one after another (views: the caller owns the data).
 struct ImageSet {
