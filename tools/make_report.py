@@ -310,7 +310,13 @@ def build_figure(fig, rows, out_svg, gnuplot):
     def jitter_of(label):
         # Series sharing a category are spread sideways so that none hides another.
         i = order.index(label)
-        return (i - (n_series - 1) / 2) * min(0.6 / max(n_series, 1), 0.12) if categorical else 0.0
+        if categorical:
+            return (i - (n_series - 1) / 2) * min(0.6 / max(n_series, 1), 0.12)
+        # Whole-number x with intervals (epochs): spread the series by up to 0.25 of a step, so that every
+        # series' error bar stays visible where they share an x.
+        if fig.get("xinteger") and how == "mean_t95":
+            return (i - (n_series - 1) / 2) * min(0.5 / max(n_series, 1), 0.06)
+        return 0.0
 
     allx = [p[0] for pts in series.values() for p in pts]
     ally = [p[1] for pts in series.values() for p in pts]
@@ -340,7 +346,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     if how == "mean_t95":
         n_text = "–".join(str(n) for n in sorted({min(replicates), max(replicates)}))
         notes.append(f"each line is the mean over the {n_text} rows ({', '.join(fig.get('replicates', ['runs']))}) "
-                     "sharing its x and series; the shaded band is the 95% Student-t interval of that mean"
+                     "sharing its x and series; the shaded band and the error bars are the 95% Student-t interval of that mean"
                      + (" (a single row has no interval: its band is a line)" if min(replicates) < 2 else ""))
     elif how != "none":
         notes.append(f"each point is the {how} over the rows sharing its x and series")
@@ -369,6 +375,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     if fig.get("xinteger") and not categorical and not logx:  # counts (epochs): ticks on whole numbers only
         span = max(allx) - min(allx)
         lines.append(f"set xtics {max(1, math.ceil(span / 10))}")
+        lines.append(f"set xrange [{min(allx) - 0.5!r}:{max(allx) + 0.5!r}]")  # room for the spread series
     if "yrange" in fig:
         lines.append(f"set yrange [{fig['yrange'][0]}:{fig['yrange'][1]}]")
     if len(order) + len(fig.get("refs", [])) + (len(order) if fig.get("fit") else 0) > 10:
@@ -405,6 +412,8 @@ def build_figure(fig, rows, out_svg, gnuplot):
             # Every band before every line, so no band hides a line (also where a renderer ignores the opacity).
             bands.append(f"{block} using 1:3:4 with filledcurves {color} fs transparent solid 0.2 noborder notitle")
             plots.append(f"{block} using 1:2 with linespoints {color} lw 1.5 pt 7 ps 0.5 title {gp_str(label)}")
+            # The interval as error bars too: a band needs two x values, and a one-epoch run has one.
+            plots.append(f"{block} using 1:2:3:4 with yerrorbars {color} lw 1.5 pt 7 ps 0.8 notitle")
         elif "band" in fig:
             plots.append(f"{block} using 1:2:3:4 with yerrorbars {color} pt 7 ps 0.6 title {gp_str(label)}")
         else:
