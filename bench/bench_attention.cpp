@@ -1,6 +1,5 @@
 // bench_attention (issue 6): the five attentions' fast kernels timed on the report's grid and on long
 // sequences, each configuration in a fresh process, beside this machine's measured sgemm rate.
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -20,6 +19,7 @@
 #include "attnlab/core/rng.hpp"
 #include "attnlab/lab/subprocess.hpp"
 #include "attnlab/lab/timing.hpp"
+#include "gemm_rate.hpp"
 
 using namespace attnlab;
 
@@ -114,27 +114,6 @@ std::pair<double, double> run_configuration(const Config& c, std::uint64_t seed,
   return {seconds, *peak - base};
 }
 
-// The single-precision GEMM rate (GFLOP/s) of an s x s x s product with `threads` threads, by
-// Eigen (its own OpenMP blocking) and by OpenBLAS: the practical ceiling of every kernel here.
-std::pair<double, double> gemm_rates(Eigen::Index s, int threads, int repeats, Rng& rng) {
-  const Mat<float> a = gaussian_matrix<float>(s, s, rng), b = gaussian_matrix<float>(s, s, rng);
-  Mat<float> c(s, s);
-  const double flops = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
-  Eigen::setNbThreads(threads);
-  const double eigen_s = median_seconds([&] { c.noalias() = a * b; }, repeats);
-  Eigen::setNbThreads(1);  // the kernels parallelise across heads and blocks themselves
-  openblas_set_num_threads(threads);
-  const int si = static_cast<int>(s);
-  const double blas_s = median_seconds(
-      [&] {
-        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, si, si, si, 1.0f, a.data(), si, b.data(), si, 0.0f,
-                    c.data(), si);
-      },
-      repeats);
-  keep_alive(c);
-  return {flops / eigen_s * 1e-9, flops / blas_s * 1e-9};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,9 +141,7 @@ int main(int argc, char** argv) {
       return;
     }
     Rng rng(derive_seed(opt.seed, 1));
-    const auto [eigen_gemm, blas_gemm] = gemm_rates(opt.quick ? 256 : 2048, opt.threads, opt.quick ? 3 : 7, rng);
-    fmt::print(stderr, "sgemm with {} threads: Eigen {:.1f} GFLOP/s, OpenBLAS {:.1f} GFLOP/s\n", opt.threads,
-               eigen_gemm, blas_gemm);
+    const auto [eigen_gemm, blas_gemm] = bench::gemm_ceiling(opt.quick, opt.threads, rng);
     CsvTable table({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
                     int_col("threads"), real_col("median_s"), real_col("gflops"), real_col("peak_mib"),
                     real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
