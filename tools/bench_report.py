@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Turns results/bench_attention.csv (and bench_r7.csv) into results/bench_attention.md, a table of
-ratios against PyTorch and shares of the measured GEMM rate with issue 6's targets judged, and
-results/bench_attention.svg, GFLOP/s against n (plain SVG, no dependencies).
+"""Turns results/bench_attention.csv (and bench_r7.csv, bench_vit.csv, bench_vit_torch.csv) into
+results/bench_attention.md, a table of ratios against PyTorch and shares of the measured GEMM rate with
+issue 6's and issue 14's targets judged, and results/bench_attention.svg, GFLOP/s against n (plain SVG,
+no dependencies). With --readme, the targets table also replaces the README's bench_report block.
 
 usage: tools/bench_report.py --results results
 """
@@ -17,6 +18,7 @@ EXACT_SPEEDUP = 4.0        # exact vs torch at batch 32, heads 4, n 2048, d 64
 GEMM_SHARE = 0.5           # share of the GEMM rate: exact for n >= 1024, linear/linformer/nystrom everywhere
 STREAMING_PEAK_MIB = 64.0  # streaming at n 32768, d 64, batch * heads 1
 R7_SPEEDUP = 50.0          # low-rank eigen path vs dense at d 4096, d_k 64
+VIT_GEMM_SHARE = 0.30      # issue 14: ViT training (exact, float), counted training FLOP/s over the sgemm rate
 METHODS = ["exact", "streaming", "linear", "linformer", "nystrom"]
 COLOURS = {"exact": "#1f77b4", "streaming": "#17becf", "linear": "#2ca02c", "linformer": "#d62728", "nystrom": "#9467bd"}
 
@@ -68,6 +70,59 @@ def targets(ours, torch, r7):
         s = float(r["speedup"])
         lines.append(f"| R7 low-rank vs dense eigen at d{r['d']} d_k{r['d_k']} | {s:.0f}x faster | >= {R7_SPEEDUP:g}x | {judge(s >= R7_SPEEDUP)} |")
     return lines
+
+
+def vit_targets(vit, vit_torch):
+    """Issue 14's rows: each batch's share of the sgemm rate judged, then the PyTorch peer's time per step (not a
+    target: issue 14 expects PyTorch to be slow here) beside ours at the same batch."""
+    lines = []
+    ours = {int(r["batch"]): r for r in vit}
+    for b, r in sorted(ours.items()):
+        share = float(r["gflops"]) / float(r["gemm_gflops"])
+        lines.append(f"| ViT training, exact, share of sgemm at batch {b} ({float(r['images_per_s']):.0f} images/s, "
+                     f"{float(r['median_s']):.3g} s per step) | {share:.0%} ({float(r['gflops']):.1f} of "
+                     f"{float(r['gemm_gflops']):.0f} GFLOP/s) | >= {VIT_GEMM_SHARE:.0%} | {judge(share >= VIT_GEMM_SHARE)} |")
+    for t in vit_torch:
+        b = int(t["batch"])
+        mine = ours.get(b)
+        beside = f"; attnlab {float(mine['median_s']):.3g} s, {float(t['wall_s_per_step']) / float(mine['median_s']):.1f}x faster" if mine else ""
+        lines.append(f"| ViT training, PyTorch {t['torch_version']} peer ({t['method']}, {t['dtype']}) at batch {b} | "
+                     f"{float(t['wall_s_per_step']):.3g} s per step (user {float(t['user_s_per_step']):.3g} s, system "
+                     f"{float(t['sys_s_per_step']):.3g} s){beside} | none (reference) | - |")
+    return lines
+
+
+def check_vit(vit, vit_torch, where):
+    """None, or why the ViT tables cannot be reported: a non-finite value, or the two sides' FLOP counts disagreeing
+    at the same batch (bench_vit counts with vit_training_flops, the peer with its own copy of the formula)."""
+    for r in vit:
+        for c in ("median_s", "gflops", "gemm_gflops", "images_per_s", "counted_gflop_per_step"):
+            if not math.isfinite(float(r[c])) or float(r[c]) <= 0:
+                return f"{where}/bench_vit.csv: {c} = {r[c]} at batch {r['batch']}"
+    ours = {int(r["batch"]): float(r["counted_gflop_per_step"]) for r in vit}
+    for t in vit_torch:
+        b = int(t["batch"])
+        if not math.isfinite(float(t["wall_s_per_step"])):
+            return f"{where}/bench_vit_torch.csv: wall_s_per_step = {t['wall_s_per_step']}"
+        if b in ours and t["counted_gflop_per_step"] and abs(float(t["counted_gflop_per_step"]) - ours[b]) > 1e-3 * ours[b]:
+            return (f"the FLOP counts disagree at batch {b}: bench_vit {ours[b]:.4f} GFLOP per step, "
+                    f"bench_vit_torch.py {t['counted_gflop_per_step']}")
+    return None
+
+
+def vit_table(vit, vit_torch):
+    out = ["| impl | batch | threads | s per step (median) | min - max | user s | system s | images/s | GFLOP/s | % of sgemm |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(vit, key=lambda r: int(r["batch"])):
+        out.append(f"| attnlab | {r['batch']} | {r['threads']} | {float(r['median_s']):.4g} | {float(r['min_s']):.4g} - "
+                   f"{float(r['max_s']):.4g} | {float(r['user_s']):.4g} | {float(r['sys_s']):.4g} | "
+                   f"{float(r['images_per_s']):.0f} | {float(r['gflops']):.1f} | {float(r['gflops']) / float(r['gemm_gflops']):.0%} |")
+    for t in vit_torch:
+        g = f"{float(t['gflop_per_s']):.1f}" if t["gflop_per_s"] else "-"
+        out.append(f"| torch {t['torch_version']} | {t['batch']} | {t['threads']} | {float(t['wall_s_per_step']):.4g} | "
+                   f"{float(t['wall_s_min']):.4g} - {float(t['wall_s_max']):.4g} | {float(t['user_s_per_step']):.4g} | "
+                   f"{float(t['sys_s_per_step']):.4g} | {float(t['images_per_s']):.0f} | {g} | - |")
+    return out
 
 
 def table(ours, torch):
@@ -170,23 +225,39 @@ def main():
         return 1
     r7_path = os.path.join(args.results, "bench_r7.csv")
     r7 = read(r7_path) if os.path.exists(r7_path) else []
+    vit_path, vit_torch_path = (os.path.join(args.results, f) for f in ("bench_vit.csv", "bench_vit_torch.csv"))
+    vit = read(vit_path) if os.path.exists(vit_path) else []
+    vit_torch = read(vit_torch_path) if os.path.exists(vit_torch_path) else []
+    problem = check_vit(vit, vit_torch, args.results)
+    if problem:
+        print(f"bench_report.py: {problem}", file=sys.stderr)
+        return 1
     first = next(iter(ours.values()))
     gemm = float(first["gemm_gflops"])
     md = ["# Attention benchmark", "",
-          "Generated by `tools/bench_report.py` from `bench_attention.csv` and `bench_r7.csv` (written by `make bench`); "
+          "Generated by `tools/bench_report.py` from `bench_attention.csv`, `bench_r7.csv`, `bench_vit.csv` and "
+          "`bench_vit_torch.csv` (written by `make bench`); "
           "do not edit by hand.", "",
           f"float, {first['threads']} threads, median of {first['repeats']} runs after a warm-up. sgemm ceiling measured in the same run: "
           f"Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS {float(first['openblas_gemm_gflops']):.1f} GFLOP/s. "
           "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
           "peak MiB is the resident memory the configuration added (inputs, workspace, outputs).", "",
-          "## Targets (issue 6)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
-    md += targets(ours, torch, r7)
+          "## Targets (issues 6 and 14)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
+    md += targets(ours, torch, r7) + vit_targets(vit, vit_torch)
     if not torch:
         md += ["", "No torch rows: the PyTorch peer did not run (python3-torch missing), so no ratio against it."]
     md += ["", "## Every configuration", ""] + table(ours, torch) + ["", "![GFLOP/s against n](bench_attention.svg)", ""]
+    if vit:
+        md += ["## ViT training (issue 14)", "",
+               "The exact-softmax ViT of `vit_spec.md` (n 196, D 64, 4 heads, 2 blocks, MLP 128), float, one training step "
+               "(forward, cross-entropy, backward, Adam) timed after a warm-up step. GFLOP/s: counted FLOPs of the matrix "
+               "products (`vit_training_flops`, 3x the forward count) over the median time; the sgemm rate is the one "
+               "bench_vit measured in its own run. User and system seconds are CPU time per step (both threads)."
+               + ("" if vit_torch else " No PyTorch row: the peer did not run (python3-torch missing)."), ""]
+        md += vit_table(vit, vit_torch) + [""]
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     if args.readme:
-        update_readme(args.readme, md[md.index("## Targets (issue 6)") + 2:md.index("## Every configuration")], first)
+        update_readme(args.readme, md[md.index("## Targets (issues 6 and 14)") + 2:md.index("## Every configuration")], first)
     figure = svg(ours, torch, gemm)
     if figure:
         write_atomically(os.path.join(args.results, "bench_attention.svg"), figure)

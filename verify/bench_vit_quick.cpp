@@ -1,0 +1,60 @@
+// bench_vit in --quick mode: the CSV schema, both batch sizes, finite positive values and a FLOP count that
+// is vit_training_flops' (never the timings themselves).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/model/flops.hpp"
+#include "support.hpp"
+
+using namespace attnlab;
+using attnlab::testing::run_binary;
+using attnlab::testing::ScratchDir;
+
+TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and the sgemm share") {
+  ScratchDir dir;
+  const auto r = run_binary("bench_vit", {"--quick", "--threads", "2", "--out", dir.path().string()});
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  const auto rows = read_csv_file(dir.path() / "bench_vit.csv");
+  REQUIRE(rows.size() == 3);
+  const auto& h = rows[0];
+  const auto col = [&](const std::string& name) {
+    const auto it = std::find(h.begin(), h.end(), name);
+    REQUIRE_MESSAGE(it != h.end(), name);
+    return static_cast<std::size_t>(it - h.begin());
+  };
+  const std::vector<std::string> batches = {"16", "32"};
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    REQUIRE(row.size() == h.size());
+    CHECK(row[col("method")] == "exact");
+    CHECK(row[col("impl")] == "attnlab");
+    CHECK(row[col("threads")] == "2");
+    CHECK(row[col("batch")] == batches[i - 1]);
+    for (const char* c : {"median_s", "min_s", "max_s", "images_per_s", "gflops", "gemm_gflops", "gemm_share"}) {
+      INFO(c << " = " << row[col(c)]);
+      const double x = std::stod(row[col(c)]);
+      CHECK(std::isfinite(x));
+      CHECK(x > 0);
+    }
+    const double gflop = std::stod(row[col("counted_gflop_per_step")]);
+    CHECK(gflop == doctest::Approx(vit_training_flops(ViTConfig{}, std::stol(row[col("batch")])) * 1e-9).epsilon(1e-12));
+    CHECK(std::stod(row[col("gemm_share")]) ==
+          doctest::Approx(std::stod(row[col("gflops")]) / std::stod(row[col("gemm_gflops")])).epsilon(1e-9));
+  }
+  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_vit.csv"});
+}
+
+TEST_CASE("bench_vit: a bad --repeats is a usage error, nothing written") {
+  ScratchDir dir;
+  const auto r = run_binary("bench_vit", {"--repeats", "0", "--out", dir.path().string()});
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(r.output.find("bench_vit") == 0);
+  CHECK(dir.files().empty());
+}
