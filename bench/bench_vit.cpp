@@ -6,8 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <numeric>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "attnlab/attention/trainable.hpp"
@@ -16,7 +20,10 @@
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/timing.hpp"
 #include "attnlab/model/adam.hpp"
+#include "attnlab/model/classifier_head.hpp"
 #include "attnlab/model/flops.hpp"
+#include "attnlab/model/gelu.hpp"
+#include "attnlab/model/patch_embedding.hpp"
 #include "attnlab/model/trainer.hpp"
 #include "attnlab/model/vit.hpp"
 #include "gemm_rate.hpp"
@@ -59,6 +66,123 @@ std::vector<StepTime> time_steps(Trainer<float>& trainer, const ImageSet& data, 
                      seconds_of(r1.ru_stime) - seconds_of(r0.ru_stime)});
   }
   return times;
+}
+
+// One part of the profile: seconds per chunk of kChunkImages images (forward and backward, every layer) on one
+// thread, and its counted FLOPs (0 for element-wise work).
+struct Part {
+  std::string name;
+  double seconds = 0, flops = 0;
+};
+
+// A simple profile of where a training step's time goes: one chunk of kChunkImages images of `data` through
+// the model on this thread (as each worker runs it), the whole forward_backward and then each layer family's
+// forward + backward on the activations that pass left behind, median of `repeats` each. Attention is the
+// method alone (every image and head); "projections" is the rest of MHA (Q, K, V, O and the head copies);
+// "mlp linears" is the MLP without its GELU. "other" is the whole minus the parts (residual adds, the loss).
+// The optimiser runs once per step, not per chunk: "adam (per step)" is one Adam update of every parameter.
+std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, int repeats) {
+  ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+  const Eigen::Index n = config.tokens(), H = config.heads, B = kChunkImages;
+  const auto L = static_cast<std::size_t>(config.layers);
+  std::vector<std::int64_t> images(static_cast<std::size_t>(B));
+  std::iota(images.begin(), images.end(), std::int64_t{0});
+  const std::span<const std::uint8_t> labels = data.labels.subspan(0, static_cast<std::size_t>(B));
+  ViTActivations<float> act;
+  ViTGrads<float> grads = model.zero_grads();
+  const double scale = 1.0 / static_cast<double>(B);
+  const auto& p = model.params();
+  auto& g = grads.params;
+  const auto time = [&](const std::function<void()>& work) { return median_seconds(work, repeats); };
+
+  std::vector<Part> parts;
+  const ViTForwardFlops f = vit_forward_flops(config);
+  const double per_chunk = 3.0 * static_cast<double>(B);  // training = 3x forward, per image
+  const double whole = time([&] {
+    patchify<float>(data.pixels, images, data.side, config.patch, config.stride, config.pad, act.patches);
+    keep_alive(model.forward_backward(act, labels, scale, &grads));
+  });
+  // The activations of the last forward_backward feed every part below; a random upstream gradient
+  // stands in for each layer's (the work does not depend on its values).
+  Rng rng(7);
+  const Mat<float> d_tokens = gaussian_matrix<float>(B * n, config.D, rng);
+  Mat<float> out, dx;
+  parts.push_back({"patch embedding", time([&] {
+                     patchify<float>(data.pixels, images, data.side, config.patch, config.stride, config.pad, act.patches);
+                     patch_embedding_forward(act.patches, p.embed_W, p.embed_b, p.embed_pos, out);
+                     patch_embedding_backward(act.patches, d_tokens, g.embed_W, g.embed_b, g.embed_pos);
+                   }), f.embed * per_chunk});
+  parts.push_back({"layernorm", time([&] {
+                     for (std::size_t l = 0; l < L; ++l) {
+                       auto& a = act.blocks[l];
+                       const auto& b = p.blocks[l];
+                       layernorm_forward(act.x[l], b.ln1_gamma, b.ln1_beta, out, a.ln1);
+                       layernorm_backward(d_tokens, a.ln1, b.ln1_gamma, dx, g.blocks[l].ln1_gamma, g.blocks[l].ln1_beta);
+                       layernorm_forward(a.h, b.ln2_gamma, b.ln2_beta, out, a.ln2);
+                       layernorm_backward(d_tokens, a.ln2, b.ln2_gamma, dx, g.blocks[l].ln2_gamma, g.blocks[l].ln2_beta);
+                     }
+                     layernorm_forward(act.x[L], p.head_ln_gamma, p.head_ln_beta, out, act.head_ln);
+                     layernorm_backward(d_tokens, act.head_ln, p.head_ln_gamma, dx, g.head_ln_gamma, g.head_ln_beta);
+                   }), 0.0});
+  const double mha = time([&] {
+    for (std::size_t l = 0; l < L; ++l) {
+      auto& a = act.blocks[l];
+      const auto& attention = model.attention(static_cast<Eigen::Index>(l));
+      mha_forward(a.ln1_out, p.blocks[l].attn, attention, n, H, out, a.mha, true);
+      mha_backward(a.ln1_out, p.blocks[l].attn, attention, n, H, a.mha, d_tokens, dx, g.blocks[l].attn,
+                   static_cast<std::vector<Mat<float>>*>(nullptr));
+    }
+  });
+  const Eigen::Index dk = config.head_width();
+  const Mat<float> d_head = gaussian_matrix<float>(n, dk, rng);
+  Mat<float> qh, kh, vh, oh, dqh, dkh, dvh;
+  const double attention = time([&] {
+    for (std::size_t l = 0; l < L; ++l) {
+      auto& a = act.blocks[l];
+      const auto& method = model.attention(static_cast<Eigen::Index>(l));
+      for (Eigen::Index b = 0; b < B; ++b)
+        for (Eigen::Index h = 0; h < H; ++h) {
+          qh = a.mha.q.block(b * n, h * dk, n, dk);
+          kh = a.mha.k.block(b * n, h * dk, n, dk);
+          vh = a.mha.v.block(b * n, h * dk, n, dk);
+          auto& tape = a.mha.heads[static_cast<std::size_t>(b * H + h)];
+          method.forward(h, qh, kh, vh, oh, &tape);
+          method.backward(h, *tape, d_head, dqh, dkh, dvh, nullptr);
+        }
+    }
+  });
+  parts.push_back({"attention (exact softmax, every head)", attention, f.attention * per_chunk});
+  parts.push_back({"projections (Q, K, V, O, head copies)", mha - attention, f.projections * per_chunk});
+  const double mlp = time([&] {
+    for (std::size_t l = 0; l < L; ++l) {
+      auto& a = act.blocks[l];
+      mlp_forward(a.ln2_out, p.blocks[l].mlp, out, a.mlp);
+      mlp_backward(a.ln2_out, p.blocks[l].mlp, a.mlp, d_tokens, dx, g.blocks[l].mlp);
+    }
+  });
+  Mat<float> gelu_out, gelu_dx;
+  const double gelu = time([&] {
+    for (std::size_t l = 0; l < L; ++l) {
+      auto& a = act.blocks[l];
+      gelu_forward(a.mlp.a, gelu_out);
+      gelu_backward(a.mlp.a, a.mlp.g, gelu_dx);
+    }
+  });
+  parts.push_back({"gelu", gelu, 0.0});
+  parts.push_back({"mlp linears", mlp - gelu, f.mlp * per_chunk});
+  parts.push_back({"classifier and loss", time([&] {
+                     classifier_forward(act.head_ln_out, n, p.head_W, p.head_b, act.pooled, act.logits);
+                     keep_alive(cross_entropy(act.logits, labels, scale, &act.dlogits));
+                     classifier_backward(act.pooled, n, p.head_W, act.dlogits, dx, g.head_W, g.head_b);
+                   }), f.head * per_chunk});
+  double sum = 0;
+  for (const auto& part : parts) sum += part.seconds;
+  parts.push_back({"other (residual adds, copies)", whole - sum, 0.0});
+  parts.push_back({"whole chunk (forward_backward)", whole, f.total() * per_chunk});
+  Adam<float> adam(model.parameter_tensors());
+  const auto params = model.parameter_tensors(), grad_refs = model.gradient_tensors(grads);
+  parts.push_back({"adam (per step)", time([&] { adam.step(params, grad_refs, 1e-9); }), 0.0});
+  return parts;
 }
 
 }  // namespace
@@ -119,5 +243,21 @@ int main(int argc, char** argv) {
                  gflops, 100 * gflops / gemm);
     }
     table.write(cli.output_path("bench_vit.csv"));
+
+    // Where a step's time goes (issue 14: what bounds the throughput), on one thread as each worker runs.
+    Eigen::setNbThreads(1);  // as gemm_ceiling left it and the trainer runs each chunk
+    CsvTable profile({text_col("part"), real_col("seconds_per_chunk", true), real_col("share_of_chunk", true),
+                      real_col("counted_gflop_per_chunk"), real_col("gflops", true), int_col("chunk_images"),
+                      int_col("repeats")});
+    const auto parts = profile_chunk(config, data, timed);
+    const double chunk_s = parts[parts.size() - 2].seconds;
+    for (const auto& part : parts) {
+      const bool per_step = part.name.rfind("adam", 0) == 0;
+      profile.add_row({part.name, part.seconds, per_step ? std::nan("") : part.seconds / chunk_s, part.flops * 1e-9,
+                       part.flops > 0 ? part.flops / part.seconds * 1e-9 : std::nan(""), kChunkImages, timed});
+      fmt::print(stderr, "bench_vit profile: {:<40} {:9.3f} ms{}\n", part.name, 1e3 * part.seconds,
+                 per_step ? "" : fmt::format(" {:5.1f}% of a chunk", 100 * part.seconds / chunk_s));
+    }
+    profile.write(cli.output_path("bench_vit_profile.csv"));
   });
 }

@@ -125,6 +125,16 @@ def vit_table(vit, vit_torch):
     return out
 
 
+def profile_table(profile):
+    """bench_vit_profile.csv: one chunk's time per layer family on one thread, with each family's counted GFLOP/s."""
+    out = ["| part | ms | share of a chunk | counted GFLOP/s (one thread) |", "|---|---|---|---|"]
+    for r in profile:
+        share, rate = float(r["share_of_chunk"]), float(r["gflops"])
+        out.append(f"| {r['part']} | {1e3 * float(r['seconds_per_chunk']):.3f} | {'-' if math.isnan(share) else f'{share:.0%}'} | "
+                   f"{'-' if math.isnan(rate) else f'{rate:.1f}'} |")
+    return out
+
+
 def table(ours, torch):
     out = ["| method | batch x heads | n | d | ours (s) | GFLOP/s | % of GEMM | peak MiB | torch (s) | torch / ours | torch peak MiB |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -228,6 +238,8 @@ def main():
     vit_path, vit_torch_path = (os.path.join(args.results, f) for f in ("bench_vit.csv", "bench_vit_torch.csv"))
     vit = read(vit_path) if os.path.exists(vit_path) else []
     vit_torch = read(vit_torch_path) if os.path.exists(vit_torch_path) else []
+    profile_path = os.path.join(args.results, "bench_vit_profile.csv")
+    profile = read(profile_path) if os.path.exists(profile_path) else []
     problem = check_vit(vit, vit_torch, args.results)
     if problem:
         print(f"bench_report.py: {problem}", file=sys.stderr)
@@ -255,6 +267,13 @@ def main():
                "bench_vit measured in its own run. User and system seconds are CPU time per step (both threads)."
                + ("" if vit_torch else " No PyTorch row: the peer did not run (python3-torch missing)."), ""]
         md += vit_table(vit, vit_torch) + [""]
+    if profile:
+        md += ["### Where a step's time goes", "",
+               f"One chunk of {profile[0]['chunk_images']} images (the unit each thread trains) through forward and "
+               f"backward on one thread, median of {profile[0]['repeats']} runs per part, each layer family timed alone "
+               "on the activations the whole pass left behind (bench_vit's profile). Attention is the method alone over "
+               "every image and head; projections the rest of multi-head attention; the Adam update runs once per step.",
+               ""] + profile_table(profile) + [""]
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     if args.readme:
         update_readme(args.readme, md[md.index("## Targets (issues 6 and 14)") + 2:md.index("## Every configuration")], first)

@@ -15,7 +15,7 @@ using namespace attnlab;
 using attnlab::testing::run_binary;
 using attnlab::testing::ScratchDir;
 
-TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and the sgemm share") {
+TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and the sgemm share, and the profile") {
   ScratchDir dir;
   const auto r = run_binary("bench_vit", {"--quick", "--threads", "2", "--out", dir.path().string()});
   INFO(r.output);
@@ -47,7 +47,26 @@ TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and
     CHECK(std::stod(row[col("gemm_share")]) ==
           doctest::Approx(std::stod(row[col("gflops")]) / std::stod(row[col("gemm_gflops")])).epsilon(1e-9));
   }
-  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_vit.csv"});
+  // The profile: every part once, the whole chunk's share 1, counted rates only where FLOPs are counted.
+  const auto profile = read_csv_file(dir.path() / "bench_vit_profile.csv");
+  REQUIRE(profile.size() == 11);
+  REQUIRE(profile[0].size() >= 5);
+  CHECK(profile[0][0] == "part");
+  CHECK(profile[0][2] == "share_of_chunk");
+  CHECK(profile[9][0] == "whole chunk (forward_backward)");
+  CHECK(std::stod(profile[9][2]) == 1.0);
+  CHECK(std::stod(profile[9][3]) == doctest::Approx(vit_training_flops(ViTConfig{}, 8) * 1e-9).epsilon(1e-12));
+  // Parts timed directly take a positive time; the differences of two timings (projections = MHA - attention,
+  // mlp linears = MLP - GELU, other = whole - parts) only need to be finite: noise can make them negative.
+  for (std::size_t i = 1; i < profile.size(); ++i) {
+    INFO(profile[i][0] << ": " << profile[i][1]);
+    const double seconds = std::stod(profile[i][1]);
+    CHECK(std::isfinite(seconds));
+    const bool difference = profile[i][0].rfind("projections", 0) == 0 || profile[i][0] == "mlp linears" ||
+                            profile[i][0].rfind("other", 0) == 0;
+    if (!difference) CHECK(seconds > 0);
+  }
+  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_vit.csv", "bench_vit_profile.csv"});
 }
 
 TEST_CASE("bench_vit: a bad --repeats is a usage error, nothing written") {
