@@ -91,4 +91,40 @@ Judgement judge_best_of(const std::vector<MethodInterval>& intervals, const std:
   return j;
 }
 
+Judgement judge_within_tolerance(const MethodInterval& score, double reference, double tolerance) {
+  if (!std::isfinite(score.lower) || !std::isfinite(score.upper) || score.lower > score.upper)
+    throw std::invalid_argument(fmt::format("judge_within_tolerance: {}'s interval [{}, {}] is not a finite interval",
+                                            score.name, score.lower, score.upper));
+  if (!std::isfinite(reference) || !std::isfinite(tolerance) || tolerance < 0)
+    throw std::invalid_argument(fmt::format("judge_within_tolerance: reference {} and tolerance {} must be finite, tolerance >= 0",
+                                            reference, tolerance));
+  const double line = reference - tolerance;
+  Judgement j{Verdict::inconclusive, reference - score.lower, ""};
+  if (score.lower > line) {
+    j.verdict = Verdict::holds;
+    j.note = fmt::format("{}'s 95% interval [{:.6g}, {:.6g}] lies above the tolerance line {:.6g} = {:.6g} - {:.6g}.",
+                         score.name, score.lower, score.upper, line, reference, tolerance);
+  } else if (score.upper < line) {
+    j.verdict = Verdict::fails;
+    j.note = fmt::format("{}'s 95% interval [{:.6g}, {:.6g}] lies below the tolerance line {:.6g} = {:.6g} - {:.6g}.",
+                         score.name, score.lower, score.upper, line, reference, tolerance);
+  } else {
+    j.note = fmt::format("{}'s 95% interval [{:.6g}, {:.6g}] contains the tolerance line {:.6g} = {:.6g} - {:.6g}: "
+                         "the data cannot decide.",
+                         score.name, score.lower, score.upper, line, reference, tolerance);
+  }
+  return j;
+}
+
+Judgement judge_direct_or_condition(const Judgement& direct, const Judgement& alternative, const std::string& condition) {
+  Judgement j = direct;
+  if (direct.verdict == Verdict::fails && alternative.verdict == Verdict::holds) {
+    j.verdict = Verdict::conditional;
+    j.note = "holds only " + condition + ". As stated it fails: " + direct.note;
+  }
+  j.note += (j.note.empty() ? "" : " ") + std::string("Under the condition (") + condition + "): " + to_string(alternative.verdict) +
+            (alternative.note.empty() ? "" : ", " + alternative.note);
+  return j;
+}
+
 }  // namespace attnlab

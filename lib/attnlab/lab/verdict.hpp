@@ -58,4 +58,23 @@ inline constexpr double kSeparationThreshold = 0.0;
 // among them, or an interval with a non-finite bound or lower > upper.
 Judgement judge_best_of(const std::vector<MethodInterval>& intervals, const std::string& claimed_best);
 
+// Judges "a change keeps `score` within `tolerance` of `reference`" (higher is better; R12: the test
+// accuracy of a model after its attention is changed, against the unchanged model's accuracy) from the
+// changed score's 95% interval:
+//   holds        when score.lower > reference - tolerance (even the interval's worst case keeps it);
+//   fails        when score.upper < reference - tolerance (even its best case loses more);
+//   inconclusive otherwise: the interval straddles the tolerance line, the data cannot decide.
+// observed is reference - score.lower (the largest loss the interval allows), judged against tolerance;
+// the note names the interval and the line. Throws std::invalid_argument for a non-finite input, a
+// negative tolerance or score.lower > score.upper.
+Judgement judge_within_tolerance(const MethodInterval& score, double reference, double tolerance);
+
+// A claim judged first as stated (`direct`) and, where that fails, under a condition (`alternative`, e.g.
+// R12's model trained with the changed attention instead of changed after training):
+//   direct holds                        -> direct's judgement;
+//   direct fails, alternative holds     -> conditional, the note saying it holds only `condition`;
+//   otherwise                           -> direct's judgement (its verdict, observed and note).
+// The alternative's note is appended to every outcome's note.
+Judgement judge_direct_or_condition(const Judgement& direct, const Judgement& alternative, const std::string& condition);
+
 }  // namespace attnlab
