@@ -8,7 +8,13 @@ parent=$(dirname "$out"); mkdir -p "$parent"
 stage=$(mktemp -d "$parent/.$(basename "$out").staging.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 shopt -s nullglob
-exps=("$bin"/exp_*)
+# Alphabetical, except that exp_trained_* run last: they analyse the checkpoints exp_vit_training writes
+# into the staging directory, so the verdicts judge the models trained in this same run.
+exps=(); late=()
+for exe in "$bin"/exp_*; do
+  case $(basename "$exe") in exp_trained_*) late+=("$exe") ;; *) exps+=("$exe") ;; esac
+done
+exps+=("${late[@]}")
 [ ${#exps[@]} -gt 0 ] || { echo "no experiments found in $bin" >&2; exit 1; }
 i=0; start=$(date +%s)
 for exe in "${exps[@]}"; do
