@@ -24,6 +24,7 @@
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/attention_inputs.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/mean_interval.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
@@ -268,6 +269,31 @@ std::vector<SwapConfig> swap_configs(Eigen::Index n, bool quick) {
 }
 
 double relative_error(const Mat<double>& got, const Mat<double>& ref) { return (got - ref).norm() / ref.norm(); }
+
+// Context for R12's note, not part of its rule: the mean test accuracy of exact and symmetric over
+// exp_vit_training's seeds (95% Student-t), from <out>/vit_training_runs.csv when the same run wrote it.
+std::string seed_means(const fs::path& runs_file) {
+  if (!fs::is_regular_file(runs_file)) return "";
+  const auto rows = read_csv_file(runs_file);
+  if (rows.empty()) return "";
+  const auto col = [&](const std::string& name) {
+    const auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    return it == rows[0].end() ? std::size_t(-1) : static_cast<std::size_t>(it - rows[0].begin());
+  };
+  const std::size_t m = col("method"), a = col("test_accuracy");
+  if (m == std::size_t(-1) || a == std::size_t(-1)) return "";
+  std::string out;
+  for (const char* method : {"exact", "symmetric"}) {
+    std::vector<double> acc;
+    for (std::size_t r = 1; r < rows.size(); ++r)
+      if (rows[r].size() > std::max(m, a) && rows[r][m] == method) acc.push_back(std::stod(rows[r][a]));
+    if (acc.size() < 2) return "";
+    const MeanInterval mi = student_t_mean_interval(acc);
+    out += fmt::format("{}{} {:.4f} [{:.4f}, {:.4f}]", out.empty() ? "" : ", ", method, mi.mean, mi.interval.lower,
+                       mi.interval.upper);
+  }
+  return fmt::format(" Over exp_vit_training's seeds (mean test accuracy, 95% Student-t; context, not judged): {}.", out);
+}
 
 }  // namespace
 
@@ -596,11 +622,12 @@ int main(int argc, char** argv) {
           "average (mean |logit| {:.3g}); trained with S_w scores: {:.4f} [{:.4f}, {:.4f}]. Tolerance: {} accuracy point(s). "
           "Skew share ||R_w||_F/||M||_F of the heads (M with the projection biases, the form the S_w scores use): trained {}, "
           "at initialisation {}. Reading: the symmetric method scores (q_i.k_j + k_i.q_j)/2 with q, k including their "
-          "biases, i.e. the symmetric part of [W_Q; b_Q^T][W_K; b_K^T]^T (skew shares of W_Q W_K^T alone in {}).{}",
+          "biases, i.e. the symmetric part of [W_Q; b_Q^T][W_K; b_K^T]^T (skew shares of W_Q W_K^T alone in {}).{}{}",
           j.note, origin, base->accuracy(), test_count, swapped->accuracy(), swapped->cp.lower, swapped->cp.upper, drop,
           static_cast<double>(agree) / static_cast<double>(test_count), dl.cwiseAbs().maxCoeff(), dl.cwiseAbs().mean(),
           base->logits.cast<double>().cwiseAbs().mean(), sym_trained->accuracy(), sym_trained->cp.lower, sym_trained->cp.upper,
-          100 * kAccuracyTolerance, share_range(trained_share), share_range(init_share), cli.evidence_path(skew_file), quick_note);
+          100 * kAccuracyTolerance, share_range(trained_share), share_range(init_share), cli.evidence_path(skew_file),
+          quick ? "" : seed_means(cli.output_path("vit_training_runs.csv")), quick_note);
       rows.push_back({"R12", kSourceR, j.verdict,
                       "test accuracy of the trained exact model minus the lower 95% Clopper-Pearson bound of its accuracy "
                       "with every head's W_Q W_K^T replaced by S_w at inference (fraction)",
