@@ -199,7 +199,7 @@ def svg(ours, torch, gemm):
     return "\n".join(o) + "\n"
 
 
-def update_readme(path, target_lines, first):
+def update_readme(path, target_lines, first, vit=()):
     """Replaces the text between README's bench markers with this run's target table."""
     begin, end = "<!-- bench_report:begin -->", "<!-- bench_report:end -->"
     text = open(path).read()
@@ -208,7 +208,9 @@ def update_readme(path, target_lines, first):
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1]
     body = [f"Measured by `make bench` (float, {first['threads']} threads; sgemm ceiling "
-            f"{float(first['gemm_gflops']):.0f} GFLOP/s in the same run):", ""] + [l for l in target_lines if l]
+            f"{float(first['gemm_gflops']):.0f} GFLOP/s in the same run"
+            + (f"; the ViT rows against bench_vit's own, {float(vit[0]['gemm_gflops']):.0f} GFLOP/s" if vit else "")
+            + "):", ""] + [l for l in target_lines if l]
     write_atomically(path, head + begin + "\n" + "\n".join(body) + "\n" + end + tail)
 
 
@@ -276,7 +278,7 @@ def main():
                ""] + profile_table(profile) + [""]
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     if args.readme:
-        update_readme(args.readme, md[md.index("## Targets (issues 6 and 14)") + 2:md.index("## Every configuration")], first)
+        update_readme(args.readme, md[md.index("## Targets (issues 6 and 14)") + 2:md.index("## Every configuration")], first, vit)
     figure = svg(ours, torch, gemm)
     if figure:
         write_atomically(os.path.join(args.results, "bench_attention.svg"), figure)
