@@ -105,41 +105,42 @@ void add_options(CLI::App& app, Options& o) {
         return std::stod(s) > 0 ? "" : "'" + s + "' is not positive";
       },
       "POSITIVE");
-  app.add_option("--q", o.q, "queries, .npy")->required()->group("Inputs and output");
-  app.add_option("--k", o.k, "keys, .npy")->required()->group("Inputs and output");
-  app.add_option("--v", o.v, "values, .npy")->required()->group("Inputs and output");
-  app.add_option("--out", o.out, "output .npy file (written atomically)")->required()->group("Inputs and output");
+  app.add_option("--q", o.q, "queries, .npy")->type_name("FILE")->required()->group("Inputs and output");
+  app.add_option("--k", o.k, "keys, .npy")->type_name("FILE")->required()->group("Inputs and output");
+  app.add_option("--v", o.v, "values, .npy")->type_name("FILE")->required()->group("Inputs and output");
+  app.add_option("--out", o.out, "output .npy file (written atomically)")->type_name("FILE")->required()->group("Inputs and output");
   app.add_option("--method", o.method, "attention method (see below)")
       ->check(CLI::IsMember({"exact", "streaming", "linear-shen", "linear-elu", "linformer", "random-fourier", "favor",
                              "nystrom"}))
       ->capture_default_str()->group("General");
   app.add_option("--dtype", o.dtype, "precision of the computation and the output")
       ->check(CLI::IsMember({"float", "double"}))->capture_default_str()->group("General");
-  app.add_option("--threads", o.threads, "worker threads over heads (default: all cores); output identical for any")
+  app.add_option("--threads", o.threads, "worker threads over heads, 1 to 1024 (default: all cores); output identical for any")
       ->check(integer_in(1, 1024))->group("General");
   app.add_option("--seed", o.seed, "seed of the random draws")->check(NonNegativeInteger)->capture_default_str()
       ->group("Random draws (linformer, random-fourier, favor)");
-  auto* save = app.add_option("--save-draws", o.save_draws, "write the draws as .npy into this directory")
+  auto* save = app.add_option("--save-draws", o.save_draws, "write the draws as .npy into this directory")->type_name("DIR")
                    ->group("Random draws (linformer, random-fourier, favor)");
   app.add_option("--draws", o.draws, "use the draws in this directory (as --save-draws wrote them) instead of --seed")
+      ->type_name("DIR")
       ->check(CLI::ExistingDirectory)->excludes(save)->group("Random draws (linformer, random-fourier, favor)");
-  app.add_option("--block", o.block, "keys per block")->check(count)->capture_default_str()->group("streaming");
-  app.add_option("--proj", o.proj, "k: keys and values projected to this many rows (default 64, or n if smaller)")
+  app.add_option("--block", o.block, "keys per block, 1 to 2^30")->check(count)->capture_default_str()->group("streaming");
+  app.add_option("--proj", o.proj, "k: keys and values projected to this many rows, 1 to 2^30 (default 64, or n if smaller)")
       ->check(count)->group("linformer");
   app.add_option("--projection", o.projection, "E, F with N(0, 1/k) entries, or segment means (deterministic)")
       ->check(CLI::IsMember({"gaussian", "segment-mean"}))->capture_default_str()->group("linformer");
   app.add_flag("--share-kv", o.share_kv, "E = F (one gaussian draw)")->group("linformer");
-  app.add_option("--features", o.features, "D: number of random features (default 256; with --draws, omega's rows)")
+  app.add_option("--features", o.features, "D: number of random features, 1 to 2^30 (default 256; with --draws, omega's rows)")
       ->check(count)->group("random-fourier, favor");
-  app.add_option("--temperature", o.temperature, "random-fourier: tau of softmax(Q K^T / tau) (default sqrt(d))")
+  app.add_option("--temperature", o.temperature, "random-fourier: tau > 0 of softmax(Q K^T / tau) (default sqrt(d))")
       ->check(positive)->group("random-fourier, favor");
   app.add_flag("--iid", o.iid, "favor: independent directions (default: orthogonal blocks, FAVOR+'s ORF)")
       ->group("random-fourier, favor");
-  app.add_option("--landmarks", o.landmarks, "m: segment means of Q and K (default 64, or min(n_q, n_k) if smaller)")
+  app.add_option("--landmarks", o.landmarks, "m: segment means of Q and K, 1 to 2^30 (default 64, or min(n_q, n_k) if smaller)")
       ->check(count)->group("nystrom");
   app.add_option("--pinv", o.pinv, "pseudoinverse of the m x m landmark kernel")
       ->check(CLI::IsMember({"iterative", "svd"}))->capture_default_str()->group("nystrom");
-  app.add_option("--pinv-iterations", o.pinv_iterations, "iterations of the iterative pseudoinverse")
+  app.add_option("--pinv-iterations", o.pinv_iterations, "iterations of the iterative pseudoinverse, 0 to 1000")
       ->check(integer_in(0, 1000))->capture_default_str()->group("nystrom");
   std::vector<std::string> inits;
   for (PinvInit i : pinv_inits()) inits.push_back(to_string(i));
@@ -469,6 +470,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app("attend: an attention method of attnlab on .npy inputs, the output written as .npy", kName);
+  app.formatter(std::make_shared<PlainHelpFormatter>());
   add_options(app, o);
   try {
     app.parse(argc, argv);

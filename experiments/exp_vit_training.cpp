@@ -61,9 +61,9 @@ int main(int argc, char** argv) {
   int epochs = 0;
   std::string data_dir = kFashionMnistDir;
   cli.app().add_option("--method", method, "one attention method, or all")->check(CLI::IsMember(choices));
-  cli.app().add_option("--epochs", epochs, fmt::format("passes over the training set (default {}; --quick: 1)", kFullEpochs))
+  cli.app().add_option("--epochs", epochs, fmt::format("passes over the training set, 1 to 1000 (default {}; --quick: 1)", kFullEpochs))
       ->check(CLI::Range(1, 1000));
-  cli.app().add_option("--data", data_dir, "directory with the four Fashion-MNIST IDX files (gzip)");
+  cli.app().add_option("--data", data_dir, "directory with the four Fashion-MNIST IDX files (gzip)")->type_name("DIR");
   cli.parse(argc, argv);
   cli.set_dataset("fashion-mnist");
   FashionMnist data;

@@ -42,13 +42,41 @@ const CLI::Validator NonNegativeInteger(
     },
     "UINT");
 
+std::string PlainHelpFormatter::make_option_opts(const CLI::Option* opt) const {
+  if (!opt->get_option_text().empty() || opt->get_type_size() == 0) return CLI::Formatter::make_option_opts(opt);
+  // get_type_name() is "TYPE" followed by ":description" per validator; keep TYPE, or a list of choices.
+  const std::string full = opt->get_type_name();
+  const auto colon = full.find(':');
+  std::string type = full.substr(0, colon);
+  if (colon != std::string::npos && full.compare(colon + 1, 1, "{") == 0) {
+    const auto close = full.find('}', colon);
+    type = full.substr(colon + 1, close == std::string::npos ? std::string::npos : close - colon);
+  }
+  std::string out = type.empty() ? "" : " " + type;
+  if (opt->get_required()) out += " REQUIRED";
+  if (!opt->get_excludes().empty()) {
+    out += " Excludes:";
+    for (const CLI::Option* other : opt->get_excludes()) out += " " + other->get_name();
+  }
+  return out;
+}
+
+std::string PlainHelpFormatter::make_option_desc(const CLI::Option* opt) const {
+  std::string desc = opt->get_description();
+  const std::string def = opt->get_default_str();
+  if (!def.empty() && desc.find("default") == std::string::npos) desc += " (default " + def + ")";
+  return desc;
+}
+
 ExperimentCli::ExperimentCli(std::string name, std::string description, std::optional<GivenKind> given)
     : name_(std::move(name)), app_(std::move(description), name_) {
-  app_.add_option("--seed", options_.seed, "base seed; trial seeds are derived from it")
+  app_.formatter(std::make_shared<PlainHelpFormatter>());
+  app_.add_option("--seed", options_.seed, "base seed, 0 to 2^64 - 1; trial seeds are derived from it")
       ->check(NonNegativeInteger)->capture_default_str();
   app_.add_flag("--quick", options_.quick, "small sweep for tests (seconds, not minutes)");
-  app_.add_option("--out", options_.out, "output directory for tables and claims.csv (default: results; quick-results with --quick)");
-  app_.add_option("--threads", options_.threads, "worker threads (default: all cores)")
+  app_.add_option("--out", options_.out, "output directory for tables and claims.csv (default: results; quick-results with --quick)")
+      ->type_name("DIR");
+  app_.add_option("--threads", options_.threads, "worker threads, 1 to 1024 (default: all cores)")
       ->check(NonNegativeInteger & CLI::Range(1, 1024));
   if (given) given_.emplace(app_, *given);
 }

@@ -25,7 +25,8 @@ const CLI::Validator AttentionFamilyName(
     "FAMILY");
 
 void add_family_option(CLI::App& app, std::string& target) {
-  app.add_option("--family", target, "restrict the sweep to one input family (default: all)")
+  app.add_option("--family", target, "restrict the sweep to one input family: " + family_list() + " (default: all)")
+      ->type_name("NAME")
       ->check(AttentionFamilyName);
 }
 
