@@ -1,14 +1,10 @@
-// Checkpoints: the manifest (written by hand, read by a small strict JSON parser) and the .npy files.
+// Checkpoints: the manifest (written by hand, read by checkpoint_manifest.cpp) and the .npy files.
 #include "attnlab/model/checkpoint.hpp"
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <fstream>
-#include <map>
-#include <memory>
 #include <sstream>
-#include <variant>
 #include <vector>
 
 #include "attnlab/io/atomic_file.hpp"
@@ -17,113 +13,6 @@
 namespace attnlab {
 
 namespace {
-
-constexpr const char* kFormat = "attnlab-vit-checkpoint";
-// Version 2: the patch windows' stride and pad (version 1 had non-overlapping patches only).
-constexpr int kVersion = 2;
-
-// ---- a minimal JSON reader: objects, arrays, strings (simple escapes), numbers, true/false/null ----
-struct Json;
-using JsonObject = std::map<std::string, Json>;
-using JsonArray = std::vector<Json>;
-struct Json {
-  std::variant<std::nullptr_t, bool, double, std::string, std::shared_ptr<JsonArray>, std::shared_ptr<JsonObject>> v;
-};
-
-class JsonParser {
- public:
-  explicit JsonParser(const std::string& text) : s_(text) {}
-  Json parse() {
-    Json j = value();
-    skip();
-    if (i_ != s_.size()) fail("trailing characters");
-    return j;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error(fmt::format("malformed JSON at byte {}: {}", i_, what));
-  }
-  void skip() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool eat(char c) {
-    skip();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c)) fail(fmt::format("expected '{}'", c));
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    while (true) {
-      if (i_ >= s_.size()) fail("unterminated string");
-      const char c = s_[i_++];
-      if (c == '"') return out;
-      if (c == '\\') {
-        if (i_ >= s_.size()) fail("unterminated escape");
-        const char e = s_[i_++];
-        if (e == '"' || e == '\\' || e == '/') out += e;
-        else if (e == 'n') out += '\n';
-        else if (e == 't') out += '\t';
-        else fail("unsupported escape");
-      } else {
-        out += c;
-      }
-    }
-  }
-  Json value() {
-    skip();
-    if (i_ >= s_.size()) fail("unexpected end");
-    const char c = s_[i_];
-    if (c == '{') {
-      ++i_;
-      auto obj = std::make_shared<JsonObject>();
-      if (!eat('}')) {
-        do {
-          skip();
-          std::string key = string();
-          expect(':');
-          (*obj)[key] = value();
-        } while (eat(','));
-        expect('}');
-      }
-      return Json{obj};
-    }
-    if (c == '[') {
-      ++i_;
-      auto arr = std::make_shared<JsonArray>();
-      if (!eat(']')) {
-        do arr->push_back(value());
-        while (eat(','));
-        expect(']');
-      }
-      return Json{arr};
-    }
-    if (c == '"') return Json{string()};
-    for (const auto& [word, val] : {std::pair<const char*, Json>{"true", Json{true}}, {"false", Json{false}}, {"null", Json{nullptr}}})
-      if (s_.compare(i_, std::string(word).size(), word) == 0) {
-        i_ += std::string(word).size();
-        return val;
-      }
-    std::size_t used = 0;
-    double d = 0;
-    try {
-      d = std::stod(s_.substr(i_, 40), &used);
-    } catch (const std::exception&) {
-      fail("expected a value");
-    }
-    i_ += used;
-    return Json{d};
-  }
-  const std::string& s_;
-  std::size_t i_ = 0;
-};
 
 std::string json_escape(const std::string& s) {
   std::string out;
@@ -163,99 +52,13 @@ std::string shape_text(const std::vector<std::size_t>& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-// The manifest's widths, as integers, in the order they are written and compared.
-std::vector<std::pair<std::string, std::int64_t>> widths(const ViTConfig& c) {
-  return {{"D", c.D},         {"H", c.heads},           {"L", c.layers},        {"mlp", c.mlp},
-          {"n", c.tokens()},  {"patch", c.patch},       {"stride", c.stride},   {"pad", c.pad},
-          {"image", c.image}, {"classes", c.classes},
-          {"projection_k", c.attention.projection_k},   {"features", c.attention.features},
-          {"landmarks", c.attention.landmarks},         {"pinv_iterations", c.attention.pinv_iterations}};
-}
-
-const JsonObject& as_object(const Json& j, const std::string& what) {
-  if (auto p = std::get_if<std::shared_ptr<JsonObject>>(&j.v)) return **p;
-  throw std::runtime_error(what + " is not an object");
-}
-const Json& field(const JsonObject& o, const std::string& key) {
-  const auto it = o.find(key);
-  if (it == o.end()) throw std::runtime_error("no \"" + key + "\"");
-  return it->second;
-}
-std::string string_field(const JsonObject& o, const std::string& key) {
-  if (auto p = std::get_if<std::string>(&field(o, key).v)) return *p;
-  throw std::runtime_error("\"" + key + "\" is not a string");
-}
-std::int64_t int_field(const JsonObject& o, const std::string& key) {
-  if (auto p = std::get_if<double>(&field(o, key).v)) {
-    const double d = *p;
-    if (d == static_cast<double>(static_cast<std::int64_t>(d)) && std::abs(d) < 9e15) return static_cast<std::int64_t>(d);
-  }
-  throw std::runtime_error("\"" + key + "\" is not an integer");
-}
-
-struct Manifest {
-  CheckpointInfo info;
-  std::map<std::string, std::pair<std::string, std::vector<std::size_t>>> tensors;  // name -> (file, shape)
-};
-
-Manifest read_manifest(const std::filesystem::path& dir) {
+CheckpointManifest read_manifest(const std::filesystem::path& dir) {
   const auto path = dir / "manifest.json";
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError(fmt::format("checkpoint {}: cannot read {}", dir.string(), path.string()));
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
-  try {
-    const Json root = JsonParser(text).parse();
-    const JsonObject& o = as_object(root, "manifest");
-    if (string_field(o, "format") != kFormat) throw std::runtime_error("format is not \"" + std::string(kFormat) + "\"");
-    if (int_field(o, "version") != kVersion) throw std::runtime_error("version is not " + std::to_string(kVersion));
-    Manifest m;
-    ViTConfig& c = m.info.config;
-    c.attention.method = string_field(o, "method");
-    c.D = int_field(o, "D");
-    c.heads = int_field(o, "H");
-    c.layers = int_field(o, "L");
-    c.mlp = int_field(o, "mlp");
-    c.patch = static_cast<int>(int_field(o, "patch"));
-    c.stride = static_cast<int>(int_field(o, "stride"));
-    c.pad = static_cast<int>(int_field(o, "pad"));
-    c.image = static_cast<int>(int_field(o, "image"));
-    c.classes = int_field(o, "classes");
-    c.attention.projection_k = int_field(o, "projection_k");
-    c.attention.features = int_field(o, "features");
-    c.attention.landmarks = int_field(o, "landmarks");
-    c.attention.pinv_iterations = static_cast<int>(int_field(o, "pinv_iterations"));
-    // The seed is information only (a 64-bit seed need not survive a JSON number): not compared.
-    if (auto p = std::get_if<double>(&field(o, "seed").v); p != nullptr && *p >= 0 && *p < 1.8e19)
-      c.seed = static_cast<std::uint64_t>(*p);
-    if (const int span = c.image + 2 * c.pad - c.patch;
-        c.image < 1 || c.patch < 1 || c.stride < 1 || c.pad < 0 || c.pad >= c.patch || span < 0 || span % c.stride != 0)
-      throw std::runtime_error("patch windows (patch " + std::to_string(c.patch) + ", stride " + std::to_string(c.stride) +
-                               ", pad " + std::to_string(c.pad) + ") do not tile the image (" + std::to_string(c.image) + ")");
-    if (int_field(o, "n") != c.tokens()) throw std::runtime_error("n does not equal ((image + 2 pad - patch) / stride + 1)^2");
-    m.info.step = int_field(o, "step");
-    const auto* arr = std::get_if<std::shared_ptr<JsonArray>>(&field(o, "parameters").v);
-    if (arr == nullptr) throw std::runtime_error("\"parameters\" is not an array");
-    for (const Json& e : **arr) {
-      const JsonObject& t = as_object(e, "a parameters entry");
-      const auto* shape = std::get_if<std::shared_ptr<JsonArray>>(&field(t, "shape").v);
-      if (shape == nullptr) throw std::runtime_error("a \"shape\" is not an array");
-      std::vector<std::size_t> s;
-      for (const Json& d : **shape) {
-        const auto* v = std::get_if<double>(&d.v);
-        if (v == nullptr || *v < 0 || *v != static_cast<double>(static_cast<std::size_t>(*v)))
-          throw std::runtime_error("a shape entry is not a size");
-        s.push_back(static_cast<std::size_t>(*v));
-      }
-      m.tensors[string_field(t, "name")] = {string_field(t, "file"), s};
-    }
-    return m;
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw CheckpointError(fmt::format("checkpoint {}: manifest.json: {}", dir.string(), e.what()));
-  }
+  return parse_checkpoint_manifest(ss.str(), "checkpoint " + dir.string());
 }
 
 }  // namespace
@@ -284,9 +87,9 @@ void save_checkpoint(ViT<T>& model, const std::filesystem::path& dir, std::int64
                                params_json.empty() ? "" : ",\n", json_escape(t.name), json_escape(file), shape, kind);
   }
   std::string head = fmt::format("{{\n  \"format\": \"{}\",\n  \"version\": {},\n  \"method\": \"{}\",\n  \"method_description\": \"{}\",\n",
-                                 kFormat, kVersion, json_escape(c.attention.method),
+                                 kCheckpointFormat, kCheckpointVersion, json_escape(c.attention.method),
                                  json_escape(model.attention(0).describe()));
-  for (const auto& [key, value] : widths(c)) head += fmt::format("  \"{}\": {},\n", key, value);
+  for (const auto& [key, value] : checkpoint_widths(c)) head += fmt::format("  \"{}\": {},\n", key, value);
   head += fmt::format("  \"seed\": {},\n  \"step\": {},\n  \"parameters\": [\n{}\n  ]\n}}\n", c.seed, step, params_json);
   write_file_atomically(dir / "manifest.json", head);
 }
@@ -295,13 +98,13 @@ CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir) { return r
 
 template <typename T>
 void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir) {
-  const Manifest m = read_manifest(dir);
+  const CheckpointManifest m = read_manifest(dir);
   const ViTConfig& want = model.config();
   const std::string where = "checkpoint " + dir.string();
   if (m.info.config.attention.method != want.attention.method)
     throw CheckpointError(fmt::format("{}: method \"{}\" does not match the model's \"{}\"", where,
                                       m.info.config.attention.method, want.attention.method));
-  const auto got_w = widths(m.info.config), want_w = widths(want);
+  const auto got_w = checkpoint_widths(m.info.config), want_w = checkpoint_widths(want);
   for (std::size_t i = 0; i < got_w.size(); ++i)
     if (got_w[i].second != want_w[i].second)
       throw CheckpointError(fmt::format("{}: {} = {} does not match the model's {}", where, got_w[i].first,

@@ -4,24 +4,12 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 
+#include "attnlab/model/checkpoint_manifest.hpp"
 #include "attnlab/model/vit.hpp"
 
 namespace attnlab {
-
-// A checkpoint that cannot be read or does not match the model; what() is one line naming the
-// directory and the mismatch. Executables map it to exit status 2.
-struct CheckpointError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// What the manifest says about the model, enough to build a matching ViT before load_checkpoint.
-struct CheckpointInfo {
-  ViTConfig config;
-  std::int64_t step = 0;
-};
 
 // Writes the model's parameters and buffers and manifest.json into `dir` (created if needed; each file
 // atomically, the manifest last). `step` is the number of optimiser steps taken.

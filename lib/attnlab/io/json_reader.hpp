@@ -1,0 +1,37 @@
+// A small strict JSON reader for the files attnlab writes by hand (checkpoint manifests): objects,
+// arrays, strings (the escapes \" \\ \/ \n \t), numbers (JSON's grammar, finite), true, false, null.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace attnlab {
+
+struct Json;
+using JsonObject = std::map<std::string, Json>;
+using JsonArray = std::vector<Json>;
+struct Json {
+  std::variant<std::nullptr_t, bool, double, std::string, std::shared_ptr<JsonArray>, std::shared_ptr<JsonObject>> v;
+};
+
+// Nesting deeper than this is refused (a hostile file must not exhaust the stack).
+inline constexpr int kJsonMaxDepth = 64;
+
+// Parses the whole text; throws std::runtime_error("malformed JSON at byte N: ...") for anything else,
+// including trailing characters, numbers outside JSON's grammar or beyond double's range, and nesting
+// deeper than kJsonMaxDepth.
+Json parse_json(const std::string& text);
+
+// Field access with one-line errors (std::runtime_error naming the key).
+const JsonObject& json_object(const Json& j, const std::string& what);
+const Json& json_field(const JsonObject& o, const std::string& key);
+std::string json_string_field(const JsonObject& o, const std::string& key);
+// An integer-valued number within +-2^53 (exactly representable), else an error naming the key.
+std::int64_t json_int_field(const JsonObject& o, const std::string& key);
+
+}  // namespace attnlab
