@@ -79,22 +79,43 @@ bench: check-deps $(BUILD)/CMakeCache.txt
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick
 
-# The .npy reader under libFuzzer with ASan and UBSan for FUZZ_SECONDS; any crash, sanitizer report or
-# non-NpyError exception stops it with the input in $(FUZZ_BUILD)/artifacts/ and fails the target.
-# New inputs it finds accumulate in $(FUZZ_BUILD)/corpus; the committed seeds (fuzz/corpus) stay as they are.
+# The readers of untrusted files under libFuzzer with ASan and UBSan, FUZZ_SECONDS each: the .npy reader,
+# the IDX reader (raw and gzip) and a checkpoint's manifest.json. Any crash, sanitizer report or exception
+# other than the reader's own error stops a target with the input in $(FUZZ_BUILD)/artifacts/ and fails
+# `make fuzz`. New inputs accumulate in $(FUZZ_BUILD)/corpus-<target>; the committed seeds stay as they are.
 FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -fno-omit-frame-pointer -fno-fast-math -ffp-contract=off -Wall -Wextra -Ilib -isystem /usr/include/eigen3
-FUZZ_SOURCES := fuzz/npy_fuzz.cpp lib/attnlab/io/npy.cpp lib/attnlab/io/atomic_file.cpp
+FUZZ_TARGETS := npy_fuzz idx_fuzz checkpoint_manifest_fuzz
+npy_fuzz_SOURCES := fuzz/npy_fuzz.cpp lib/attnlab/io/npy.cpp lib/attnlab/io/atomic_file.cpp
+npy_fuzz_LIBS := -lfmt
+npy_fuzz_FLAGS := -max_len=4096 -dict=fuzz/npy.dict
+idx_fuzz_SOURCES := fuzz/idx_fuzz.cpp lib/attnlab/io/idx.cpp
+idx_fuzz_LIBS := -lfmt -lz
+idx_fuzz_FLAGS := -max_len=4096
+checkpoint_manifest_fuzz_SOURCES := fuzz/checkpoint_manifest_fuzz.cpp lib/attnlab/model/checkpoint_manifest.cpp \
+  lib/attnlab/io/json_reader.cpp
+checkpoint_manifest_fuzz_LIBS := -lfmt
+checkpoint_manifest_fuzz_FLAGS := -max_len=8192 -dict=fuzz/manifest.dict
 
-$(FUZZ_BUILD)/npy_fuzz: $(FUZZ_SOURCES) lib/attnlab/io/npy.hpp lib/attnlab/io/atomic_file.hpp
+define fuzz_binary
+$(FUZZ_BUILD)/$(1): $$($(1)_SOURCES) $$(wildcard lib/attnlab/io/*.hpp lib/attnlab/model/*.hpp)
 	@mkdir -p $(FUZZ_BUILD)
-	clang++ $(FUZZ_CXXFLAGS) $(FUZZ_SOURCES) -lfmt -o $@
+	clang++ $(FUZZ_CXXFLAGS) $$($(1)_SOURCES) $$($(1)_LIBS) -o $$@
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_binary,$(t))))
 
 fuzz: check-deps check-fuzz-deps
-	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/npy_fuzz
-	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts
-	$(FUZZ_BUILD)/npy_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -dict=fuzz/npy.dict -print_final_stats=1 \
-	  -artifact_prefix=$(FUZZ_BUILD)/artifacts/ $(FUZZ_BUILD)/corpus fuzz/corpus
+	@$(MAKE) --no-print-directory $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
+	@mkdir -p $(FUZZ_BUILD)/artifacts
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
+	  seeds=fuzz/corpus; [ $$t = npy_fuzz ] || seeds=fuzz/corpus-$${t%_fuzz}; \
+	  echo "== $$t ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
+	  case $$t in npy_fuzz) flags="$(npy_fuzz_FLAGS)";; idx_fuzz) flags="$(idx_fuzz_FLAGS)";; \
+	    *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
+	  $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) $$flags -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus-$$t $$seeds || exit 1; \
+	done
 
 # The whole build and ctest with AddressSanitizer and UndefinedBehaviorSanitizer (any UB aborts the test).
 # CTEST_ARGS narrows the run, e.g. CTEST_ARGS="-R test_npy".

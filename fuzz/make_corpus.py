@@ -27,3 +27,47 @@ for kind in ("npy_good", "npy_malformed"):
             f.write(data)
         count += 1
 print("wrote {} seeds to {}".format(count, CORPUS))
+
+# Seeds for fuzz/idx_fuzz.cpp: small image and label files, raw and gzip, and a few broken ones.
+import gzip
+import json
+import struct
+
+IDX = os.path.join(ROOT, "fuzz", "corpus-idx")
+shutil.rmtree(IDX, ignore_errors=True)
+os.makedirs(IDX)
+images = struct.pack(">IIII", 0x803, 2, 3, 4) + bytes(range(24))
+labels = struct.pack(">II", 0x801, 5) + bytes([0, 9, 3, 3, 7])
+seeds = {
+    "images-2x3x4": images,
+    "labels-5": labels,
+    "images-truncated": images[:-5],
+    "labels-trailing": labels + b"\x00",
+    "labels-bad-class": labels[:-1] + b"\x0a",
+    "images-wrong-magic": b"\x00\x00\x08\x01" + images[4:],
+    "images-huge-count": struct.pack(">IIII", 0x803, 0xFFFFFFFF, 28, 28) + bytes(16),
+}
+for name, data in list(seeds.items()):
+    seeds[name + ".gz"] = gzip.compress(data, mtime=0)
+for name, data in seeds.items():
+    with open(os.path.join(IDX, name), "wb") as f:
+        f.write(data)
+print("wrote {} seeds to {}".format(len(seeds), IDX))
+
+# Seeds for fuzz/checkpoint_manifest_fuzz.cpp: a valid manifest as attnlab writes one, and edits of it.
+MANIFEST = os.path.join(ROOT, "fuzz", "corpus-checkpoint_manifest")
+shutil.rmtree(MANIFEST, ignore_errors=True)
+os.makedirs(MANIFEST)
+good = {"format": "attnlab-vit-checkpoint", "version": 2, "method": "exact", "method_description": "softmax",
+        "D": 8, "H": 2, "L": 1, "mlp": 12, "n": 16, "patch": 4, "stride": 2, "pad": 1, "image": 8, "classes": 10,
+        "projection_k": 0, "features": 0, "landmarks": 0, "pinv_iterations": 0, "seed": 7, "step": 3,
+        "parameters": [{"name": "embed.W", "file": "embed.W.npy", "shape": [16, 8], "dtype": "float32", "kind": "parameter"},
+                       {"name": "head.b", "file": "head.b.npy", "shape": [10], "dtype": "float32", "kind": "parameter"}]}
+variants = {"good": good, "stride-3": dict(good, stride=3), "n-wrong": dict(good, n=15), "D-huge": dict(good, D=1e300),
+            "version-1": dict(good, version=1), "shape-negative": dict(good, parameters=[dict(good["parameters"][0], shape=[-1])])}
+for name, m in variants.items():
+    with open(os.path.join(MANIFEST, name + ".json"), "w") as f:
+        json.dump(m, f, indent=1)
+with open(os.path.join(MANIFEST, "deep.json"), "w") as f:
+    f.write("[" * 100 + "]" * 100)
+print("wrote {} seeds to {}".format(len(variants) + 1, MANIFEST))

@@ -141,8 +141,7 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   return bytes;
 }
 
-std::unique_ptr<ByteSource> open_source(const std::string& path) {
-  std::vector<std::uint8_t> bytes = read_file(path);
+std::unique_ptr<ByteSource> make_source(std::vector<std::uint8_t> bytes, const std::string& path) {
   // gzip's magic 1f 8b; an IDX file starts with 00 00.
   if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return std::make_unique<GzipSource>(std::move(bytes), path);
   return std::make_unique<RawSource>(std::move(bytes));
@@ -155,9 +154,10 @@ struct Parsed {
   std::vector<std::uint8_t> data;
 };
 
-// Reads an unsigned-byte IDX file of `ndims` dimensions; `what` names the kind ("an image file").
-Parsed read_idx(const std::string& path, unsigned ndims, const char* what) {
-  const auto source = open_source(path);
+// Parses an unsigned-byte IDX file's bytes (`path` names it in errors) of `ndims` dimensions; `what`
+// names the kind ("an image file").
+Parsed parse_idx(std::vector<std::uint8_t> bytes, const std::string& path, unsigned ndims, const char* what) {
+  const auto source = make_source(std::move(bytes), path);
   std::array<std::uint8_t, 4> magic{};
   const std::size_t got_magic = source->read(magic.data(), magic.size());
   if (got_magic < magic.size()) fail(path, fmt::format("truncated header: the data end after {} of the 4 magic bytes", got_magic));
@@ -230,18 +230,22 @@ std::string find_file(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-IdxImages read_idx_images(const std::string& path) {
-  Parsed p = read_idx(path, 3, "an image file: count, rows, cols");
+IdxImages parse_idx_images(std::vector<std::uint8_t> bytes, const std::string& name) {
+  Parsed p = parse_idx(std::move(bytes), name, 3, "an image file: count, rows, cols");
   return {p.dims[0], p.dims[1], p.dims[2], std::move(p.data)};
 }
 
-std::vector<std::uint8_t> read_idx_labels(const std::string& path) {
-  Parsed p = read_idx(path, 1, "a label file: count");
+std::vector<std::uint8_t> parse_idx_labels(std::vector<std::uint8_t> bytes, const std::string& name) {
+  Parsed p = parse_idx(std::move(bytes), name, 1, "a label file: count");
   const auto bad = std::find_if(p.data.begin(), p.data.end(), [](std::uint8_t v) { return v >= kIdxClasses; });
   if (bad != p.data.end())
-    fail(path, fmt::format("label {} at index {} is not a class 0 to {}", *bad, bad - p.data.begin(), kIdxClasses - 1));
+    fail(name, fmt::format("label {} at index {} is not a class 0 to {}", *bad, bad - p.data.begin(), kIdxClasses - 1));
   return std::move(p.data);
 }
+
+IdxImages read_idx_images(const std::string& path) { return parse_idx_images(read_file(path), path); }
+
+std::vector<std::uint8_t> read_idx_labels(const std::string& path) { return parse_idx_labels(read_file(path), path); }
 
 FashionMnist load_fashion_mnist(const std::string& dir) {
   FashionMnist out;

@@ -41,6 +41,11 @@ IdxImages read_idx_images(const std::string& path);
 // and for a label of kIdxClasses or more.
 std::vector<std::uint8_t> read_idx_labels(const std::string& path);
 
+// The same checks on a file's bytes already in memory (`name` names it in errors): what the readers
+// above call after reading the file, and what the fuzz target (fuzz/idx_fuzz.cpp) feeds.
+IdxImages parse_idx_images(std::vector<std::uint8_t> bytes, const std::string& name);
+std::vector<std::uint8_t> parse_idx_labels(std::vector<std::uint8_t> bytes, const std::string& name);
+
 // Fashion-MNIST: 60,000 training and 10,000 test images (28 x 28) with their labels.
 struct FashionMnist {
   IdxImages train_images, test_images;
