@@ -195,3 +195,19 @@ TEST_CASE("valid but degenerate given inputs: defined values or one line naming 
   CHECK(one_line_naming(r, "--x"));
   CHECK(!fs::exists(dir.path() / "lr" / "lowrank_regression.csv"));
 }
+
+TEST_CASE("--help reads as a person writes it: type names, ranges and defaults in words, the families listed") {
+  for (const char* exe : {kExperiment, "exp_nystrom", "exp_vit_training", "attend"}) {
+    const auto r = run_binary(exe, {"--help"});
+    INFO(exe << "\n" << r.output);
+    CHECK(r.exit_status == 0);
+    // CLI11's own forms, e.g. "--seed UINT:UINT=20250311" and "--threads INT:(UINT) AND (INT in [1 - 1024])".
+    for (const char* machine : {":UINT", ":(UINT)", " AND ", "INT:in [", ":FAMILY", "=20250311", ":DIR"})
+      CHECK(r.output.find(machine) == std::string::npos);
+    CHECK(r.output.find("(default 20250311)") != std::string::npos);
+    CHECK(r.output.find("1 to 1024") != std::string::npos);
+  }
+  const auto r = run_binary(kExperiment, {"--help"});
+  for (const char* family : {"gaussian_small", "gaussian_large", "uniform", "low_rank", "local", "clustered"})
+    CHECK(r.output.find(family) != std::string::npos);
+}
