@@ -24,6 +24,7 @@
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/attention_inputs.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/fashion_mnist_option.hpp"
 #include "attnlab/lab/mean_interval.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/lab/statistics.hpp"
@@ -304,23 +305,15 @@ int main(int argc, char** argv) {
   cli.app().add_option("--checkpoint", checkpoint,
                        "a checkpoint directory (manifest.json) to analyse instead of <out>/checkpoints/{exact,symmetric}; "
                        "writes tables, no ledger rows");
-  cli.app().add_option("--data", data_dir, "directory with the four Fashion-MNIST IDX files (gzip)");
+  add_fashion_mnist_option(cli, data_dir);
   cli.parse(argc, argv);
   cli.set_dataset("fashion-mnist");
   const bool quick = cli.options().quick;
   const std::uint64_t seed = cli.options().seed;
 
-  FashionMnist data;
-  try {
-    data = load_fashion_mnist(data_dir);
-  } catch (const IdxError& e) {
-    fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
-    return kExitUsage;
-  }
-  if (data.test_images.rows != 28 || data.test_images.cols != 28 || data.train_images.rows != 28 || data.train_images.cols != 28) {
-    fmt::print(stderr, "{}: {}: images are not 28 x 28\n", cli.name(), data_dir);
-    return kExitUsage;
-  }
+  const std::optional<FashionMnist> loaded = load_fashion_mnist_for(cli, data_dir, 28);
+  if (!loaded) return kExitUsage;
+  const FashionMnist& data = *loaded;
   const ImageSet train{data.train_images.pixels, data.train_labels, 28};
   const ImageSet test{data.test_images.pixels, data.test_labels, 28};
 

@@ -14,6 +14,7 @@
 #include "attnlab/io/idx.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/fashion_mnist_option.hpp"
 #include "attnlab/lab/mean_interval.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/lab/statistics.hpp"
@@ -63,20 +64,12 @@ int main(int argc, char** argv) {
   cli.app().add_option("--method", method, "one attention method, or all")->check(CLI::IsMember(choices));
   cli.app().add_option("--epochs", epochs, fmt::format("passes over the training set, 1 to 1000 (default {}; --quick: 1)", kFullEpochs))
       ->check(CLI::Range(1, 1000));
-  cli.app().add_option("--data", data_dir, "directory with the four Fashion-MNIST IDX files (gzip)")->type_name("DIR");
+  add_fashion_mnist_option(cli, data_dir);
   cli.parse(argc, argv);
   cli.set_dataset("fashion-mnist");
-  FashionMnist data;
-  try {
-    data = load_fashion_mnist(data_dir);
-  } catch (const IdxError& e) {
-    fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
-    return kExitUsage;
-  }
-  if (data.train_images.rows != 28 || data.train_images.cols != 28 || data.test_images.rows != 28 || data.test_images.cols != 28) {
-    fmt::print(stderr, "{}: {}: images are not 28 x 28\n", cli.name(), data_dir);
-    return kExitUsage;
-  }
+  const std::optional<FashionMnist> loaded = load_fashion_mnist_for(cli, data_dir, 28);
+  if (!loaded) return kExitUsage;
+  const FashionMnist& data = *loaded;
 
   return run_experiment(cli.name(), [&] {
     const bool quick = cli.options().quick;
