@@ -15,10 +15,12 @@
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/family_verdict.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/rng.hpp"
+#include "attnlab/theory/lowrank_instance.hpp"
 #include "attnlab/theory/weighted_lowrank.hpp"
 
 using namespace attnlab;
@@ -75,47 +77,17 @@ Mat<double> draw_b(const std::string& kind, const Mat<double>& x, Rng& rng) {
   return regression_target(loss, wq, wk, 1 / std::sqrt(double(dk)));
 }
 
-// cond(X) over its nonzero singular values, and its numerical rank.
-struct XSpectrum {
-  double cond = 1;
-  double norm2 = 0;
-  Eigen::Index rank = 0;
-};
-XSpectrum spectrum_of(const Mat<double>& x) {
-  const auto p = pinv_svd<double>(x);
-  const Vec<double> s = Eigen::BDCSVD<Mat<double>>(x).singularValues();
-  return {s(0) / s(p.rank - 1), s(0), p.rank};
-}
-
 struct Instance {
   std::string family, b_kind;
   Eigen::Index n = 0, d = 0, r = 0;
   int rep = 0;
 };
 
-struct RegressionRow {
-  double x_cond = 0, b_norm2 = 0;
-  Eigen::Index x_rank = 0;
-  double f_recipe = 0, f_closed = 0, f_closed_predicted = 0, f_factored = 0, f_min = 0, unreachable = 0;
-  bool factored_converged = false;
-  double factored_stationarity = 0, closed_minus_factored = 0;
-  double recipe_gap = 0, recipe_gap_ratio = 0, remark21 = 0, remark21_ratio = 0;
-  double grad_zstar_ratio = 0, grad_zstar_formula_ratio = 0;
+// G4-G6 (the library's measurement) and G3's checks on one instance.
+struct RegressionRow : LowRankInstance {
   std::vector<double> fd_h, fd_ratio;
   std::vector<double> second_difference, curvature;
 };
-
-// The unit of rounding for an objective value here: n eps cond(X)^2 ||B||_F^2.
-double objective_unit(const Instance& in, const XSpectrum& sx, double b_norm2) {
-  return std::max<double>(in.n, in.d) * std::numeric_limits<double>::epsilon() * sx.cond * sx.cond * b_norm2;
-}
-
-// ||grad f(Z)|| in units of its own rounding: n eps ||X||_2^2 (||B|| + ||X||_2^2 ||Z||).
-double gradient_ratio(const Mat<double>& b, const Mat<double>& x, const Mat<double>& z, const XSpectrum& sx) {
-  const Mat<double> g = lowrank_gradient<double>(b, x, z);
-  const double scale = sx.norm2 * sx.norm2 * (b.norm() + sx.norm2 * sx.norm2 * z.norm());
-  return residual_ratio<double>(g.norm(), double(std::max(x.rows(), x.cols())), scale);
-}
 
 // X and B of an instance: the given ones for the family kGivenFamily, else drawn.
 RegressionRow run_instance(const Instance& in, const FactoredSearchOptions& search, const GivenInputs& given,
@@ -123,40 +95,12 @@ RegressionRow run_instance(const Instance& in, const FactoredSearchOptions& sear
   Rng rng(seed);
   const Mat<double> x = in.family == kGivenFamily ? given.matrix("x") : draw_x(in.family, in.d, rng);
   const Mat<double> b = in.b_kind == kGivenFamily ? given.matrix("b") : draw_b(in.b_kind, x, rng);
-  const XSpectrum sx = spectrum_of(x);
   RegressionRow row;
-  row.x_cond = sx.cond;
-  row.x_rank = sx.rank;
-  row.b_norm2 = b.squaredNorm();
-  // G5, G6: the recipe, the closed form and the factored search, each judged by f itself.
-  const Mat<double> z_star = unconstrained_minimiser(b, x);
-  // A given X of tiny scale (1e-300 N, say) is a valid input whose Z* = X^+ B (X^+)^T lies outside
-  // double's range: every objective would be inf - inf. Say so, as bad input, instead of writing NaN.
-  if (!z_star.allFinite())
-    throw std::invalid_argument(fmt::format(
-        "--x: Z* = X^+ B (X^+)^T overflows double (||X||_2 = {:.3g}, cond(X) = {:.3g}, ||B||_F = {:.3g}); rescale X "
-        "(the recipe's answer scales as 1 / scale(X)^2)",
-        sx.norm2, sx.cond, b.norm()));
-  row.f_recipe = lowrank_objective<double>(b, x, truncated_svd_factors(z_star, in.r).product());
-  const auto cf = closed_form_lowrank(b, x, in.r);
-  row.f_closed = lowrank_objective<double>(b, x, cf.factors.product());
-  row.f_closed_predicted = cf.predicted_minimum();
-  row.unreachable = cf.unreachable;
-  const auto fm = factored_minimiser(b, x, in.r, rng, search);
-  row.f_factored = fm.best_value;
-  row.factored_converged = fm.best_converged;
-  row.factored_stationarity = fm.stationarity;
-  row.closed_minus_factored = (row.f_closed - row.f_factored) / row.b_norm2;
-  row.f_min = std::min(row.f_closed, row.f_factored);
-  const double unit = objective_unit(in, sx, row.b_norm2);
-  row.recipe_gap = (row.f_recipe - row.f_min) / row.b_norm2;
-  row.recipe_gap_ratio = std::max(0.0, row.f_recipe - row.f_min) / unit;
-  row.remark21 = remark21_value(z_star, in.r);
-  row.remark21_ratio = std::abs(row.remark21 - row.f_min) / unit;
-  // G4: Z* from the Moore-Penrose inverse, and from the document's formula.
-  row.grad_zstar_ratio = gradient_ratio(b, x, z_star, sx);
-  const Mat<double> xf = pinv_normal_equations<double>(x).pinv;
-  row.grad_zstar_formula_ratio = gradient_ratio(b, x, Mat<double>(xf * b * xf.transpose()), sx);
+  try {
+    static_cast<LowRankInstance&>(row) = measure_lowrank_instance(b, x, in.r, rng, search);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--x: ") + e.what());
+  }
   // G3: central differences along one random unit direction at several steps, and the
   // second difference f(Z+E) - 2 f(Z) + f(Z-E) along random lines against 2 ||X E X^T||^2.
   const Mat<double> z = gaussian_matrix(in.d, in.d, rng);
@@ -217,38 +161,6 @@ PinvRow run_pinv(const Mat<double>& xd, const XSpectrum& sx, Rng& rng) {
   return row;
 }
 
-// holds if every family passes every instance; conditional if some families pass all
-// and some do not (the note names those that pass); fails if no family passes all.
-struct FamilyJudgement {
-  Verdict verdict = Verdict::fails;
-  std::string note;
-};
-// With `cond`, the note also gives the range of cond(X) (nonzero singular values) seen in
-// the passing and in the other families.
-FamilyJudgement judge_by_family(const std::map<std::string, std::pair<int, int>>& pass_total,
-                                const std::map<std::string, std::pair<double, double>>* cond = nullptr) {
-  std::string passing, failing;
-  double pass_lo = std::numeric_limits<double>::infinity(), pass_hi = 0, fail_lo = pass_lo, fail_hi = 0;
-  for (const auto& [family, pt] : pass_total) {
-    const bool pass = pt.first == pt.second;
-    std::string& list = pass ? passing : failing;
-    list += fmt::format("{}{} {}/{}", list.empty() ? "" : "; ", family, pt.first, pt.second);
-    if (cond) {
-      const auto& [lo, hi] = cond->at(family);
-      (pass ? pass_lo : fail_lo) = std::min(pass ? pass_lo : fail_lo, lo);
-      (pass ? pass_hi : fail_hi) = std::max(pass ? pass_hi : fail_hi, hi);
-    }
-  }
-  FamilyJudgement j;
-  if (failing.empty()) j.verdict = Verdict::holds;
-  else if (!passing.empty()) j.verdict = Verdict::conditional;
-  j.note = fmt::format("all instances pass in: [{}]; not in: [{}]", passing, failing);
-  if (cond && !passing.empty())
-    j.note += fmt::format("; cond(X) in passing families {:.12g}..{:.12g}", pass_lo, pass_hi);
-  if (cond && !failing.empty()) j.note += fmt::format(", in the others {:.4g}..{:.4g}", fail_lo, fail_hi);
-  return j;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -272,7 +184,7 @@ int main(int argc, char** argv) {
     std::vector<Instance> instances;
     if (given.used()) {
       const Mat<double>& x = given.matrix("x");
-      const Eigen::Index d = x.cols(), rank = spectrum_of(x).rank;
+      const Eigen::Index d = x.cols(), rank = x_spectrum(x).rank;
       for (Eigen::Index r : std::set<Eigen::Index>{1, d / 4, 3 * d / 8})
         if (r >= 1 && (r < rank || r == 1)) instances.push_back({kGivenFamily, kGivenFamily, x.rows(), d, r, 0});
     } else {
@@ -310,7 +222,7 @@ int main(int argc, char** argv) {
       const auto& pi = pinv_instances[i];
       Rng rng(derive_seed(seed ^ 0x9e3779b97f4a7c15ULL, i));
       const Mat<double> x = pi.family == kGivenFamily ? given.matrix("x") : draw_x(pi.family, pi.d, rng);
-      const XSpectrum sx = spectrum_of(x);
+      const XSpectrum sx = x_spectrum(x);
       return pi.single ? run_pinv<float>(x, sx, rng) : run_pinv<double>(x, sx, rng);
     });
 
@@ -355,7 +267,7 @@ int main(int argc, char** argv) {
         // The second difference of a quadratic is its exact curvature 2 ||X E X^T||^2 >= 0;
         // negative beyond the rounding of three f values (n eps cond^2 ||B||^2 each) is a violation.
         const XSpectrum sx{r.x_cond, 0, r.x_rank};
-        if (r.second_difference[k] < -3 * kRatioThreshold * objective_unit(in, sx, r.b_norm2)) ++convexity_violations;
+        if (r.second_difference[k] < -3 * kRatioThreshold * objective_unit(in.n, in.d, sx, r.b_norm2)) ++convexity_violations;
       }
       auto& cr = cond_range.try_emplace(in.family, r.x_cond, r.x_cond).first->second;
       cr = {std::min(cr.first, r.x_cond), std::max(cr.second, r.x_cond)};
@@ -368,7 +280,7 @@ int main(int argc, char** argv) {
       worst_gap = std::max(worst_gap, r.recipe_gap);
       worst_remark = std::max(worst_remark, r.remark21_ratio);
       worst_closed_vs_factored = std::max(worst_closed_vs_factored, r.closed_minus_factored);
-      if (r.closed_minus_factored * r.b_norm2 > kRatioThreshold * objective_unit(in, {r.x_cond, 0, r.x_rank}, r.b_norm2)) ++closed_beaten;
+      if (r.closed_minus_factored * r.b_norm2 > kRatioThreshold * objective_unit(in.n, in.d, {r.x_cond, 0, r.x_rank}, r.b_norm2)) ++closed_beaten;
     }
     cli.write_table(reg, "lowrank_regression.csv");
     cli.write_table(grad, "lowrank_gradient.csv");
