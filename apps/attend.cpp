@@ -18,13 +18,9 @@
 
 #include "attnlab/io/atomic_file.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
-#include "attnlab/attention/linear_attention.hpp"
-#include "attnlab/attention/linformer.hpp"
-#include "attnlab/io/npy.hpp"
-#include "attnlab/attention/nystrom.hpp"
-#include "attnlab/attention/random_features.hpp"
-#include "attnlab/attention/softmax_attention.hpp"
+#include "attnlab/attention/registry.hpp"
 #include "attnlab/attention/streaming_attention.hpp"
+#include "attnlab/io/npy.hpp"
 
 namespace {
 
@@ -43,6 +39,7 @@ struct UsageError : std::runtime_error {
 struct Options {
   fs::path q, k, v, out, save_draws, draws;
   std::string method = "exact";
+  std::string impl = "reference";
   std::string dtype = "double";
   int threads = 0;
   std::uint64_t seed = CommonOptions{}.seed;
@@ -60,29 +57,30 @@ struct Options {
   double rcond = -1;
 };
 
-constexpr Eigen::Index kDefaultFeatures = 256;
+constexpr Eigen::Index kDefaultFeatures = MethodParams{}.features;
 
 // The run's estimated peak memory, kept for the message should an allocation fail anyway.
 double current_need = 0;
 
-const char* const kMethodHelp = R"(Methods (--method), all on every (batch, head) with one draw shared by all heads:
-  exact           softmax(Q K^T / sqrt(d)) V, forming the n_q x n_k matrix
-  streaming       the same, --block keys at a time with a running max and sum (online softmax)
-  linear-shen     Shen et al.'s efficient attention softmax_row(Q) (softmax_col(K)^T V); no scale
-  linear-elu      Katharopoulos et al.'s linear attention with phi = elu + 1; no scale
-  linformer       softmax(Q (E K)^T / sqrt(d)) (F V), E and F --proj x n; needs n_q = n_k
-                  draws: E.npy, F.npy (float64, --proj x n)
-  random-fourier  the UCU report's random Fourier features, D = --features, w_r ~ N(0, I / tau)
-                  draws: omega.npy (float64, D x d, row r = w_r)
-  favor           Performer's FAVOR+ positive features, D = --features, w_r ~ N(0, I)
-                  draws: omega.npy (float64, D x d, row r = w_r)
-  nystrom         Nystromformer: --landmarks segment means, the --pinv pseudoinverse (nothing random)
+// The footer of --help: every method of the registry with its summary, and the files of its draws.
+std::string method_help() {
+  std::string help = "Methods (--method), all on every (batch, head) with one draw shared by all heads:\n";
+  for (const AttentionMethod& m : attention_methods()) {
+    help += fmt::format("  {:<15} {}{}\n", m.name, m.summary, m.has_fast() ? "" : " (reference only)");
+    if (m.name == "linformer") help += fmt::format("  {:<15} draws: E.npy, F.npy (float64, --proj x n)\n", "");
+    if (m.name == "random-fourier" || m.name == "favor")
+      help += fmt::format("  {:<15} draws: omega.npy (float64, D x d, row r = w_r)\n", "");
+  }
+  help += R"(--impl reference runs each method as its paper states it (what the checks define it by); --impl
+fast runs the blocked, GEMM-shaped kernel where the method has one (the same result up to rounding).
 Inputs: Q (n_q x d), K (n_k x d), V (n_k x d_v), each 2-D, or 3-D (heads, n, d) or 4-D (batch, heads,
 n, d) stacks; a 2-D file is one head. The output has Q's leading axes and (n_q, d_v), in --dtype.
 Exit status: 0 done; 1 the run failed (a non-finite output, or out of memory despite the estimate:
 nothing is written); 2 bad input, including an input whose estimated memory exceeds what is available
 (checked before any large allocation).
 )";
+  return help;
+}
 
 // A plain decimal integer in [lo, hi], with one message for either failure (CLI11's `&` prints both).
 CLI::Validator integer_in(long long lo, long long hi) {
@@ -109,10 +107,20 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--k", o.k, "keys, .npy")->type_name("FILE")->required()->group("Inputs and output");
   app.add_option("--v", o.v, "values, .npy")->type_name("FILE")->required()->group("Inputs and output");
   app.add_option("--out", o.out, "output .npy file (written atomically)")->type_name("FILE")->required()->group("Inputs and output");
-  app.add_option("--method", o.method, "attention method (see below)")
-      ->check(CLI::IsMember({"exact", "streaming", "linear-shen", "linear-elu", "linformer", "random-fourier", "favor",
-                             "nystrom"}))
-      ->capture_default_str()->group("General");
+  const CLI::Validator method_name(
+      [](std::string& s) -> std::string {
+        try {
+          attention_method(s);
+          return {};
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      },
+      "METHOD");
+  app.add_option("--method", o.method, "attention method (see below)")->check(method_name)->capture_default_str()
+      ->group("General");
+  app.add_option("--impl", o.impl, "the method's reference kernel or its fast kernel (see below)")
+      ->check(CLI::IsMember({to_string(Impl::reference), to_string(Impl::fast)}))->capture_default_str()->group("General");
   app.add_option("--dtype", o.dtype, "precision of the computation and the output")
       ->check(CLI::IsMember({"float", "double"}))->capture_default_str()->group("General");
   app.add_option("--threads", o.threads, "worker threads over heads, 1 to 1024 (default: all cores); output identical for any")
@@ -148,7 +156,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember(inits))->capture_default_str()->group("nystrom");
   app.add_option("--rcond", o.rcond, "svd: singular values below rcond * s_max are dropped (negative: m * eps)")
       ->check(FiniteNumber)->capture_default_str()->group("nystrom");
-  app.footer(kMethodHelp);
+  app.footer(method_help());
 }
 
 // One input read as a (batch, heads, n, d) stack; `dims` is the file's number of axes.
@@ -205,12 +213,9 @@ Mat<double> read_draw(const fs::path& dir, const char* file) {
 }
 
 // The random (or user-given) matrices of a method; empty for the deterministic ones.
-struct Draws {
-  std::optional<LinformerProjections<double>> linformer;
-  std::optional<RandomFeatureDraw> features;
-};
+using Draws = MethodDraws;
 
-Draws linformer_draws(const Options& o, Eigen::Index n) {
+Draws linformer_draws(const Options& o, MethodParams& params, Eigen::Index n) {
   if (!o.draws.empty()) {
     LinformerProjections<double> p{read_draw(o.draws, "E.npy"), read_draw(o.draws, "F.npy")};
     if (p.e.cols() != n || p.f.rows() != p.e.rows() || p.f.cols() != n)
@@ -219,15 +224,17 @@ Draws linformer_draws(const Options& o, Eigen::Index n) {
     if (o.proj && *o.proj != p.k())
       throw UsageError(fmt::format("--proj (= {}) differs from the k = {} rows of {}", *o.proj, p.k(),
                                    (o.draws / "E.npy").string()));
+    params.projected = p.k();
     return {p, {}};
   }
-  const Eigen::Index kp = reduced_size("--proj", o.proj, n, "n");
-  if (o.projection == "segment-mean") return {segment_mean_projections(n, kp), {}};
+  params.projected = reduced_size("--proj", o.proj, n, "n");
+  params.segment_mean_projection = o.projection == "segment-mean";
+  params.share_kv = o.share_kv;
   Rng rng(o.seed);
-  return {gaussian_projections(n, kp, o.share_kv ? ProjectionSharing::shared : ProjectionSharing::separate, rng), {}};
+  return attention_method("linformer").draw(params, n, 0, rng);
 }
 
-Draws feature_draws(const Options& o, Eigen::Index d, double temperature) {
+Draws feature_draws(const Options& o, MethodParams& params, Eigen::Index d) {
   if (!o.draws.empty()) {
     const Mat<double> w = read_draw(o.draws, "omega.npy");
     if (w.cols() != d)
@@ -237,18 +244,18 @@ Draws feature_draws(const Options& o, Eigen::Index d, double temperature) {
       throw UsageError(fmt::format("--features (= {}) differs from the {} rows of {}", *o.features, w.rows(),
                                    (o.draws / "omega.npy").string()));
     // stddev and orthogonal describe how w was drawn; the attention uses w alone.
+    params.features = w.rows();
     return {{}, RandomFeatureDraw{w, 1.0, false}};
   }
-  const Eigen::Index D = o.features.value_or(kDefaultFeatures);
+  params.features = o.features.value_or(kDefaultFeatures);
   Rng rng(o.seed);
-  if (o.method == "favor") return {{}, draw_favor_features(d, D, !o.iid, rng)};
-  return {{}, draw_fourier_features(d, D, 1 / std::sqrt(temperature), rng)};
+  return attention_method(o.method).draw(params, 0, d, rng);
 }
 
 void save_draws(const fs::path& dir, const Draws& draws) {
-  if (draws.linformer) {
-    write_npy(dir / "E.npy", to_npy(draws.linformer->e));
-    write_npy(dir / "F.npy", to_npy(draws.linformer->f));
+  if (draws.projections) {
+    write_npy(dir / "E.npy", to_npy(draws.projections->e));
+    write_npy(dir / "F.npy", to_npy(draws.projections->f));
   }
   if (draws.features) write_npy(dir / "omega.npy", to_npy(Mat<double>(draws.features->w)));
 }
@@ -345,7 +352,7 @@ MemoryNeed estimate_memory(const Options& o, const HeadStack<T>& q, const HeadSt
   MemoryNeed need;
   const double io = heads * (n_q * d + n_k * d + n_k * d_v + n_q * d_v) * sizeof(T);
   const double workers = std::min(static_cast<double>(threads), heads);
-  if (o.method == "exact") need.per_thread_matrix = n_q * n_k * sizeof(T);
+  if (o.method == "exact" && o.impl != "fast") need.per_thread_matrix = n_q * n_k * sizeof(T);
   need.bytes = io + workers * need.per_thread_matrix;
   return need;
 }
@@ -424,30 +431,28 @@ int run(const Options& o) {
   current_need = need.bytes;
   const Eigen::Index n_q = q.stack.n(), n_k = k.stack.n(), d = q.stack.d();
 
-  Draws draws;
-  HeadStack<T> out;
-  if (o.method == "exact") {
-    out = softmax_attention(q.stack, k.stack, v.stack);
-  } else if (o.method == "streaming") {
-    out = streaming_attention(q.stack, k.stack, v.stack, o.block);
-  } else if (o.method == "linear-shen") {
-    out = efficient_attention(q.stack, k.stack, v.stack);
-  } else if (o.method == "linear-elu") {
-    out = elu_linear_attention(q.stack, k.stack, v.stack);
-  } else if (o.method == "linformer") {
-    if (n_k != n_q) k.refuse(fmt::format("linformer needs as many keys as queries: n = {} but --q has n = {}", n_k, n_q));
-    draws = linformer_draws(o, n_k);
-    out = linformer_attention(q.stack, k.stack, v.stack, draws.linformer->cast<T>());
-  } else if (o.method == "random-fourier") {
-    const double tau = o.temperature.value_or(std::sqrt(static_cast<double>(d)));
-    draws = feature_draws(o, d, tau);
-    out = random_fourier_attention(q.stack, k.stack, v.stack, *draws.features, tau);
-  } else if (o.method == "favor") {
-    draws = feature_draws(o, d, 0);
-    out = favor_attention(q.stack, k.stack, v.stack, *draws.features);
-  } else {
-    out = nystrom_attention(q.stack, k.stack, v.stack, nystrom_options(o, n_q, n_k));
+  const AttentionMethod& method = attention_method(o.method);
+  const Impl impl = o.impl == to_string(Impl::fast) ? Impl::fast : Impl::reference;
+  MethodParams params;
+  params.key_block = o.block;
+  params.temperature = o.temperature.value_or(0);
+  params.iid = o.iid;
+  if (method.name == "nystrom") params.nystrom = nystrom_options(o, n_q, n_k);
+  if (impl == Impl::fast && !fast_kernel_applies(method, params)) {
+    if (!method.has_fast())
+      throw UsageError(fmt::format("--impl fast: {} has no fast kernel; use --impl reference", method.name));
+    throw UsageError(fmt::format("--impl fast: the fast nystrom kernel takes --pinv iterative --pinv-iterations {} "
+                                 "--pinv-init {} only; use --impl reference",
+                                 kNystromformerPinvIterations, to_string(PinvInit::per_matrix)));
   }
+  Draws draws;
+  if (method.name == "linformer") {
+    if (n_k != n_q) k.refuse(fmt::format("linformer needs as many keys as queries: n = {} but --q has n = {}", n_k, n_q));
+    draws = linformer_draws(o, params, n_k);
+  } else if (method.random) {
+    draws = feature_draws(o, params, d);
+  }
+  const HeadStack<T> out = run_attention(method, impl, q.stack, k.stack, v.stack, params, draws);
   check_finite(out, o.method);
 
   if (!o.save_draws.empty()) {

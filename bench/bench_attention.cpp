@@ -7,13 +7,10 @@
 #include <functional>
 #include <sstream>
 
-#include "attnlab/attention/attention_cost.hpp"
+#include "attnlab/attention/fused_attention.hpp"
+#include "attnlab/attention/registry.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
-#include "attnlab/attention/fast_attention.hpp"
-#include "attnlab/attention/fused_attention.hpp"
-#include "attnlab/linalg/iterative_pinv.hpp"
-#include "attnlab/attention/linformer.hpp"
 #include "attnlab/lab/peak_rss.hpp"
 #include "attnlab/lab/progress.hpp"
 #include "attnlab/core/rng.hpp"
@@ -27,7 +24,8 @@ namespace {
 
 // Linformer's projected length and Nystrom's landmarks: 64, as the report's runs.
 constexpr Eigen::Index kProjected = 64, kLandmarks = 64;
-const std::vector<std::string> kMethods = {"exact", "streaming", "linear", "linformer", "nystrom"};
+// The registry's methods with a fast kernel, by its names; each timed in that kernel.
+const std::vector<std::string> kMethods = {"exact", "streaming", "linear-elu", "linformer", "nystrom"};
 
 using Stack = HeadStack<float>;
 
@@ -67,13 +65,21 @@ std::vector<Config> configurations(bool quick) {
   return all;
 }
 
-// Counted floating-point operations of one head (2 per multiply-add of attention_cost.hpp).
+// The methods' parameters at length n: the streaming kernel's key block, k and m of 64 (capped at n),
+// one E = F for Linformer.
+MethodParams params_at(Eigen::Index n) {
+  MethodParams p;
+  p.key_block = kFusedKeyBlock;
+  p.projected = std::min(kProjected, n);
+  p.share_kv = true;
+  p.nystrom.landmarks = std::min(kLandmarks, n);
+  return p;
+}
+
+// Counted floating-point operations of one head (2 per multiply-add of the registry's cost model;
+// streaming counts as exact: the same products).
 double counted_flops(const std::string& method, Eigen::Index n, Eigen::Index d) {
-  const std::size_t f = sizeof(float);
-  if (method == "exact" || method == "streaming") return 2 * softmax_attention_cost(n, d, f).multiply_adds;
-  if (method == "linear") return 2 * elu_linear_attention_cost(n, d, f).multiply_adds;
-  if (method == "linformer") return 2 * linformer_cost(n, d, d, std::min(kProjected, n), f).multiply_adds;
-  return 2 * nystrom_attention_cost(n, d, std::min(kLandmarks, n), kNystromformerPinvIterations, f).multiply_adds;
+  return 2 * attention_method(method).cost(params_at(n), n, d, sizeof(float)).multiply_adds;
 }
 
 Stack gaussian_heads(const Config& c, Rng& rng) {
@@ -93,16 +99,10 @@ std::pair<double, double> run_configuration(const Config& c, std::uint64_t seed,
   // The same inputs for every method at one (batch, heads, n, d).
   Rng rng(derive_seed(seed, static_cast<std::uint64_t>(c.n * 4096 + c.d * 64 + c.batch)));
   const Stack q = gaussian_heads(c, rng), k = gaussian_heads(c, rng), v = gaussian_heads(c, rng);
-  LinformerProjections<float> proj;
-  if (c.method == "linformer")
-    proj = gaussian_projections(c.n, std::min(kProjected, c.n), ProjectionSharing::shared, rng).cast<float>();
-  const std::function<Stack()> run = [&]() -> Stack {
-    if (c.method == "exact") return fused_attention(q, k, v);
-    if (c.method == "streaming") return fused_attention(q, k, v, kFusedKeyBlock);
-    if (c.method == "linear") return fast_elu_linear_attention(q, k, v);
-    if (c.method == "linformer") return fast_linformer_attention(q, k, v, proj);
-    return fast_nystrom_attention(q, k, v, std::min(kLandmarks, c.n));
-  };
+  const AttentionMethod& method = attention_method(c.method);
+  const MethodParams params = params_at(c.n);
+  const MethodDraws draws = method.draw(params, c.n, c.d, rng);
+  const std::function<Stack()> run = [&]() -> Stack { return run_attention(method, Impl::fast, q, k, v, params, draws); };
   {
     const Stack probe = run();  // the warm-up, and a check that the output is usable; freed before timing
     for (Eigen::Index i = 0; i < probe.count(); ++i)

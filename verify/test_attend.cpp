@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/attention/fast_attention.hpp"
+#include "attnlab/attention/fused_attention.hpp"
 #include "attnlab/attention/linear_attention.hpp"
 #include "attnlab/attention/linformer.hpp"
 #include "attnlab/io/npy.hpp"
@@ -110,6 +112,26 @@ std::vector<std::pair<std::vector<std::string>, Reference<T>>> method_cases() {
   };
 }
 
+// The fast kernels attend must call with --impl fast (each method that has one).
+template <typename T>
+std::vector<std::pair<std::vector<std::string>, Reference<T>>> fast_cases() {
+  using S = HeadStack<T>;
+  return {
+      {{"--method", "exact", "--impl", "fast"}, [](const S& q, const S& k, const S& v) { return fused_attention(q, k, v); }},
+      {{"--method", "streaming", "--block", "5", "--impl", "fast"},
+       [](const S& q, const S& k, const S& v) { return fused_attention(q, k, v, 5); }},
+      {{"--method", "linear-elu", "--impl", "fast"},
+       [](const S& q, const S& k, const S& v) { return fast_elu_linear_attention(q, k, v); }},
+      {{"--method", "linformer", "--proj", "6", "--impl", "fast"},
+       [](const S& q, const S& k, const S& v) {
+         Rng rng(kSeed);
+         return fast_linformer_attention(q, k, v, gaussian_projections(kN, 6, ProjectionSharing::separate, rng).cast<T>());
+       }},
+      {{"--method", "nystrom", "--landmarks", "6", "--impl", "fast"},
+       [](const S& q, const S& k, const S& v) { return fast_nystrom_attention(q, k, v, 6); }},
+  };
+}
+
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -124,12 +146,12 @@ bool identical(const HeadStack<T>& a, const HeadStack<T>& b) {
 }
 
 template <typename T>
-void check_methods(Eigen::Index heads) {
+void check_methods(Eigen::Index heads, bool fast = false) {
   const OneEigenThread one;
   const Inputs in(heads);
   const HeadStack<T> q = in.q.cast<T>(), k = in.k.cast<T>(), v = in.v.cast<T>();
   const char* dtype = sizeof(T) == 4 ? "float" : "double";
-  for (const auto& [flags, reference] : method_cases<T>()) {
+  for (const auto& [flags, reference] : fast ? fast_cases<T>() : method_cases<T>()) {
     const fs::path out = in.dir.path() / "out.npy";
     for (const char* threads : {"1", "2"}) {
       INFO(flags[1] << " " << (flags.size() > 2 ? flags[2] : "") << " --dtype " << std::string(dtype) << " --threads " << std::string(threads));
@@ -174,6 +196,11 @@ TEST_CASE("attend equals the library call for every method, float and double, 2-
   check_methods<float>(0);
   check_methods<double>(3);
   check_methods<float>(3);
+}
+
+TEST_CASE("attend --impl fast equals the fast kernel call for every method that has one") {
+  check_methods<double>(0, true);
+  check_methods<float>(3, true);
 }
 
 TEST_CASE("attend --save-draws writes the draws the library made, and --draws reproduces the output") {
@@ -231,7 +258,12 @@ TEST_CASE("attend refuses bad input with exit status 2, one line naming the prob
   };
   const std::vector<Case> cases = {
       {{"--bogus"}, "--bogus"},
-      {{"--method", "softmax"}, "--method"},
+      {{"--method", "softmax"}, "valid: exact, streaming, linear-shen, linear-elu, linformer, random-fourier, favor, nystrom"},
+      {{"--method", "linear_elu"}, "--method"},
+      {{"--method", "linear"}, "--method"},
+      {{"--impl", "blocked"}, "--impl"},
+      {{"--method", "linear-shen", "--impl", "fast"}, "--impl"},
+      {{"--method", "nystrom", "--landmarks", "5", "--impl", "fast", "--pinv-iterations", "7"}, "--impl"},
       {{"--dtype", "half"}, "--dtype"},
       {{"--q", (dir / "missing.npy").string()}, "missing.npy"},
       {{"--q", (dir / "text.npy").string()}, "text.npy"},
@@ -317,7 +349,7 @@ TEST_CASE("attend --help lists every method and its parameters") {
   for (const char* word : {"exact", "streaming", "linear-shen", "linear-elu", "linformer", "random-fourier", "favor",
                            "nystrom", "--block", "--proj", "--projection", "--share-kv", "--features", "--temperature",
                            "--iid", "--landmarks", "--pinv", "--pinv-iterations", "--pinv-init", "--rcond", "--seed",
-                           "--save-draws", "--draws", "--dtype", "--threads"})
+                           "--save-draws", "--draws", "--dtype", "--threads", "--impl"})
     CHECK(r.output.find(word) != std::string::npos);
 }
 
