@@ -85,5 +85,7 @@ TEST_CASE("judge_by_family: holds, conditional and fails, naming the families an
   const FamilyJudgement none = judge_by_family({{"a", {0, 3}}, {"b", {1, 2}}});
   CHECK(none.verdict == Verdict::fails);
   CHECK(none.note == "all instances pass in: []; not in: [a 0/3; b 1/2]");
+  CHECK(judge_by_family({{"a", {0, 3}}, {"b", {1, 2}}}, &cond).note ==
+        "all instances pass in: []; not in: [a 0/3; b 1/2]; cond(X) 1..20");
 }
 

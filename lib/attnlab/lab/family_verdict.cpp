@@ -27,7 +27,10 @@ FamilyJudgement judge_by_family(const std::map<std::string, std::pair<int, int>>
   j.note = fmt::format("all instances pass in: [{}]; not in: [{}]", passing, failing);
   if (cond && !passing.empty())
     j.note += fmt::format("; cond(X) in passing families {:.12g}..{:.12g}", pass_lo, pass_hi);
-  if (cond && !failing.empty()) j.note += fmt::format(", in the others {:.4g}..{:.4g}", fail_lo, fail_hi);
+  if (cond && !failing.empty()) {
+    if (passing.empty()) j.note += fmt::format("; cond(X) {:.4g}..{:.4g}", fail_lo, fail_hi);
+    else j.note += fmt::format(", in the others {:.4g}..{:.4g}", fail_lo, fail_hi);
+  }
   return j;
 }
 

@@ -19,7 +19,7 @@ struct FamilyJudgement {
 // conditional if some families pass all and some do not (the note names those that pass, and the
 // counts of the others); fails if no family passes all. With `cond` (min, max cond(X) by family) the
 // note also gives the range of cond(X) (nonzero singular values) seen in the passing and in the other
-// families. Families appear in the note in the map's (alphabetical) order.
+// families (or in all of them, when none passes). Families appear in the note in the map's (alphabetical) order.
 FamilyJudgement judge_by_family(const std::map<std::string, std::pair<int, int>>& pass_total,
                                 const std::map<std::string, std::pair<double, double>>* cond = nullptr);
 
