@@ -252,6 +252,20 @@ def decide_log(setting, values, power_fit=False, x_axis=False):
     return bool(pos) and min(pos) > 0 and max(pos) / min(pos) > 100 and len(pos) >= 0.5 * len(values)
 
 
+def with_also(fig, rows, results, table):
+    """The figure's rows followed by those of each table in its "also" list (e.g. the random families beside a
+    trained model's rows), each given the columns its "set" names: a value, or a format string over that row's
+    own columns ("random X: {family}"). An absent table adds nothing."""
+    out = list(rows)
+    for extra in fig.get("also", []):
+        path = os.path.join(results, extra["csv"])
+        if not os.path.isfile(path):
+            continue
+        for r in table(path):
+            out.append({**r, **{k: str(v).format(**r) for k, v in extra.get("set", {}).items()}})
+    return out
+
+
 def build_figure(fig, rows, out_svg, gnuplot):
     """Draws one figure; returns (caption notes, None) or (None, reason it was skipped)."""
     ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
@@ -578,7 +592,7 @@ def main():
             skipped.append((fig, "none of its claims is in the ledger"))
             continue
         out = os.path.join(fig_dir, fig["name"] + ".svg")
-        notes, why = build_figure(fig, table(path), out, args.gnuplot)
+        notes, why = build_figure(fig, with_also(fig, table(path), results, table), out, args.gnuplot)
         if why:
             skipped.append((fig, why))
             continue
