@@ -9,7 +9,8 @@ stage=$(mktemp -d "$parent/.$(basename "$out").staging.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 shopt -s nullglob
 # Alphabetical, except that exp_trained_* run last: they analyse the checkpoints exp_vit_training writes
-# into the staging directory, so the verdicts judge the models trained in this same run.
+# into the staging directory, so the verdicts judge the models trained in this same run. Among themselves they run
+# alphabetically: exp_trained_attention, then the others (exp_trained_regression reads only the exact checkpoint).
 exps=(); late=()
 for exe in "$bin"/exp_*; do
   case $(basename "$exe") in exp_trained_*) late+=("$exe") ;; *) exps+=("$exe") ;; esac
