@@ -95,6 +95,24 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="attnlab-report-figures-")
     try:
+        # "also": a further table's rows appended, each with the columns its set names (a value or a format over
+        # that row); an absent table adds nothing.
+        with open(os.path.join(tmp, "random.csv"), "w", newline="") as f:
+            f.write("family,x_cond,gap\ngaussian,3,0.1\northonormal,1,0\n")
+        tables = {}
+        read = lambda p: tables.setdefault(p, make_report.read_csv(p))
+        mine = [{"family": "trained layer 0", "x_cond": "40", "gap": "0.01"}]
+        fig = {"also": [{"csv": "random.csv", "set": {"family": "random X ({family})", "kind": "random"}},
+                        {"csv": "absent.csv", "set": {"family": "never"}}]}
+        rows = make_report.with_also(fig, mine, tmp, read)
+        check([r["family"] for r in rows] == ["trained layer 0", "random X (gaussian)", "random X (orthonormal)"],
+              f"with_also families: {[r['family'] for r in rows]}")
+        check(rows[1]["x_cond"] == "3" and rows[2]["gap"] == "0" and rows[1]["kind"] == "random",
+              f"with_also kept or set the wrong columns: {rows[1:]}")
+        check(mine == [{"family": "trained layer 0", "x_cond": "40", "gap": "0.01"}], "with_also changed its input rows")
+        check(make_report.with_also({}, mine, tmp, read) == mine, "with_also without also changed the rows")
+        os.remove(os.path.join(tmp, "random.csv"))
+
         # Three seeds: a line per method with its band, the caption saying what both are.
         three = os.path.join(tmp, "three")
         write_results(three, synthetic_rows([1, 2, 3], 5))
