@@ -6,7 +6,7 @@
 
 #include "attnlab/core/head_stack.hpp"
 #include "attnlab/attention/linformer.hpp"
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 
 namespace attnlab {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "attnlab/core/head_stack.hpp"
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 #include "attnlab/core/rng.hpp"
 
 namespace attnlab {

@@ -4,7 +4,7 @@
 #include <Eigen/Dense>
 
 #include "attnlab/core/head_stack.hpp"
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 
 namespace attnlab {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attnlab/core/head_stack.hpp"
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 
 namespace attnlab {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 
 namespace attnlab {
 

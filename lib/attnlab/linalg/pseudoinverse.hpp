@@ -5,7 +5,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 
 namespace attnlab {
 

@@ -4,7 +4,7 @@
 
 #include <Eigen/Dense>
 
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 #include "attnlab/core/softmax.hpp"
 
 namespace attnlab {

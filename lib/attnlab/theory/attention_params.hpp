@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 
 namespace attnlab {
 

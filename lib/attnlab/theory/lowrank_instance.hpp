@@ -8,7 +8,7 @@
 #include <Eigen/Dense>
 
 #include "attnlab/core/rng.hpp"
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 #include "attnlab/theory/weighted_lowrank.hpp"
 
 namespace attnlab {

@@ -5,7 +5,7 @@
 #include <Eigen/Dense>
 #include <vector>
 
-#include "attnlab/qk/qk_split.hpp"
+#include "attnlab/core/matrix.hpp"
 #include "attnlab/core/rng.hpp"
 
 namespace attnlab {
