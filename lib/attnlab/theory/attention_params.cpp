@@ -1,8 +1,8 @@
 // Multi-head attention parameter counts.
 #include "attnlab/theory/attention_params.hpp"
 
-#include <fmt/format.h>
 #include <stdexcept>
+#include <string>
 
 namespace attnlab {
 
@@ -12,8 +12,8 @@ bool head_count_allowed(const AttentionShape& s) {
 
 std::int64_t parameter_count(const AttentionShape& s) {
   if (!head_count_allowed(s))
-    throw std::invalid_argument(fmt::format("parameter_count: h (= {}) does not divide d_k (= {}) and d_v (= {})",
-                                            s.h, s.d_k, s.d_v));
+    throw std::invalid_argument("parameter_count: h (= " + std::to_string(s.h) + ") does not divide d_k (= " +
+                                std::to_string(s.d_k) + ") and d_v (= " + std::to_string(s.d_v) + ")");
   const std::int64_t extra = s.bias ? 1 : 0;
   std::int64_t count = 0;
   for (std::int64_t head = 0; head < s.h; ++head) {

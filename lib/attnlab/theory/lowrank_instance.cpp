@@ -3,8 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 
 #include "attnlab/linalg/pseudoinverse.hpp"
@@ -39,11 +40,13 @@ LowRankInstance measure_lowrank_instance(const Mat<double>& b, const Mat<double>
   const Mat<double> z_star = unconstrained_minimiser(b, x);
   // A given X of tiny scale (1e-300 N, say) is a valid input whose Z* = X^+ B (X^+)^T lies outside
   // double's range: every objective would be inf - inf. Say so, as bad input, instead of writing NaN.
-  if (!z_star.allFinite())
-    throw std::invalid_argument(fmt::format(
-        "Z* = X^+ B (X^+)^T overflows double (||X||_2 = {:.3g}, cond(X) = {:.3g}, ||B||_F = {:.3g}); rescale X "
-        "(the recipe's answer scales as 1 / scale(X)^2)",
-        sx.norm2, sx.cond, b.norm()));
+  if (!z_star.allFinite()) {
+    std::ostringstream msg;  // %.3g, as the rest of the ledger's notes
+    msg << std::setprecision(3) << "Z* = X^+ B (X^+)^T overflows double (||X||_2 = " << sx.norm2
+        << ", cond(X) = " << sx.cond << ", ||B||_F = " << b.norm()
+        << "); rescale X (the recipe's answer scales as 1 / scale(X)^2)";
+    throw std::invalid_argument(msg.str());
+  }
   row.f_recipe = lowrank_objective<double>(b, x, truncated_svd_factors(z_star, r).product());
   const auto cf = closed_form_lowrank(b, x, r);
   row.f_closed = lowrank_objective<double>(b, x, cf.factors.product());
