@@ -31,12 +31,18 @@ class Adam {
   // The scalar factors in double, the element-wise arithmetic in T.
   void step(const std::vector<TensorRef<T>>& params, const std::vector<TensorRef<T>>& grads, double lr);
 
+  // Restarts tensor `index`'s state as PyTorch does for a parameter replaced by a new tensor of `size`
+  // scalars: zero moments and a step count of its own from 0 (its bias correction starts again), the
+  // other tensors' state untouched. For a model whose tensor changed shape (key_growth.hpp).
+  void reset(std::size_t index, Eigen::Index size);
+
   std::int64_t steps() const { return t_; }
   const AdamOptions& options() const { return options_; }
 
  private:
   AdamOptions options_;
   std::int64_t t_ = 0;
+  std::vector<std::int64_t> count_;  // per tensor: steps since its state started (t_ unless reset)
   std::vector<Vec<T>> m_, v_;
 };
 

@@ -90,6 +90,8 @@ void save_checkpoint(ViT<T>& model, const std::filesystem::path& dir, std::int64
                                  kCheckpointFormat, kCheckpointVersion, json_escape(c.attention.method),
                                  json_escape(model.attention(0).describe()));
   for (const auto& [key, value] : checkpoint_widths(c)) head += fmt::format("  \"{}\": {},\n", key, value);
+  // Only a model with its own query/key width says so: a default model's manifest is the same bytes as before.
+  if (c.key_width != 0) head += fmt::format("  \"key_width\": {},\n", c.key_width);
   head += fmt::format("  \"seed\": {},\n  \"step\": {},\n  \"parameters\": [\n{}\n  ]\n}}\n", c.seed, step, params_json);
   write_file_atomically(dir / "manifest.json", head);
 }
@@ -109,6 +111,9 @@ void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir) {
     if (got_w[i].second != want_w[i].second)
       throw CheckpointError(fmt::format("{}: {} = {} does not match the model's {}", where, got_w[i].first,
                                         got_w[i].second, want_w[i].second));
+  if (m.info.config.key_head_width() != want.key_head_width())
+    throw CheckpointError(fmt::format("{}: key_width = {} does not match the model's {}", where,
+                                      m.info.config.key_head_width(), want.key_head_width()));
   auto list = entries(model);
   if (m.tensors.size() != list.size())
     throw CheckpointError(fmt::format("{}: {} tensors in the manifest, the model has {}", where, m.tensors.size(), list.size()));

@@ -55,6 +55,8 @@ CheckpointManifest parse_checkpoint_manifest(const std::string& text, const std:
     c.attention.features = width_field(o, "features");
     c.attention.landmarks = width_field(o, "landmarks");
     c.attention.pinv_iterations = static_cast<int>(width_field(o, "pinv_iterations"));
+    // Optional (absent in version-2 manifests of default models): the query/key width per head, 0 = D / H.
+    if (o.count("key_width") != 0) c.key_width = width_field(o, "key_width");
     // The seed is information only (a 64-bit seed need not survive a JSON number): not compared.
     if (auto p = std::get_if<double>(&json_field(o, "seed").v); p != nullptr && *p >= 0 && *p < 1.8e19)
       c.seed = static_cast<std::uint64_t>(*p);

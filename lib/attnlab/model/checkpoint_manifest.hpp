@@ -26,7 +26,8 @@ struct CheckpointInfo {
 };
 
 inline constexpr const char* kCheckpointFormat = "attnlab-vit-checkpoint";
-// Version 2: the patch windows' stride and pad (version 1 had non-overlapping patches only).
+// Version 2: the patch windows' stride and pad (version 1 had non-overlapping patches only). An optional
+// "key_width" (ViTConfig::key_width, absent means 0: D / H) is written only by models that set it.
 inline constexpr int kCheckpointVersion = 2;
 
 struct CheckpointManifest {

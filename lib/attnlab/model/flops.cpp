@@ -15,8 +15,10 @@ ViTForwardFlops vit_forward_flops(const ViTConfig& c) {
   const auto L = static_cast<double>(c.layers), P = static_cast<double>(c.patch_values());
   ViTForwardFlops f;
   f.embed = 2 * n * P * D;
-  f.projections = L * 4 * (2 * n * D * D);
-  f.attention = L * 2 * (2 * n * n * D);  // per head n x n x d_k twice; H d_k = D
+  // Q and K are D x H d_k, V and the output D x D; with the default key width H d_k = D.
+  const auto Dk = static_cast<double>(c.heads * c.key_head_width());
+  f.projections = L * (2 * (2 * n * D * Dk) + 2 * (2 * n * D * D));
+  f.attention = L * (2 * n * n * Dk + 2 * n * n * D);  // per head q k^T (n x n x d_k), then P v (n x n x d_v)
   f.mlp = L * 2 * (2 * n * D * M);
   f.head = 2 * D * static_cast<double>(c.classes);
   return f;

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "attnlab/model/patch_embedding.hpp"
 
@@ -61,6 +62,9 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng) {
 
 template <typename T>
 Trainer<T>::Trainer(ViT<T>& model, const AdamOptions& adam) : model_(model), adam_(model.parameter_tensors(), adam) {}
+
+template <typename T>
+Trainer<T>::Trainer(ViT<T>& model, Adam<T> state) : model_(model), adam_(std::move(state)) {}
 
 template <typename T>
 double Trainer<T>::step(const ImageSet& data, std::span<const std::int64_t> batch, double lr) {

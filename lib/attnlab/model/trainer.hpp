@@ -33,6 +33,9 @@ template <typename T>
 class Trainer {
  public:
   explicit Trainer(ViT<T>& model, const AdamOptions& adam = {});
+  // Continues with an optimiser's state (e.g. a copy of another trainer's adam(), reset() where a tensor
+  // changed shape); its tensors must match the model's in number and size (checked at each step).
+  Trainer(ViT<T>& model, Adam<T> state);
 
   // One optimiser step on the images data[batch]: the mean cross-entropy's gradient, summed chunk by
   // chunk in index order, then Adam with learning rate lr. Returns the batch's mean loss (before the step).

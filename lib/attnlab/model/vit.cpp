@@ -65,8 +65,10 @@ ViTParams<T> shaped_params(const ViTConfig& c) {
   p.blocks.resize(static_cast<std::size_t>(c.layers));
   for (auto& b : p.blocks) {
     b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vec<T>::Zero(D);
-    b.attn.Wq = b.attn.Wk = b.attn.Wv = b.attn.Wo = Mat<T>::Zero(D, D);
-    b.attn.bq = b.attn.bk = b.attn.bv = b.attn.bo = Vec<T>::Zero(D);
+    b.attn.Wq = b.attn.Wk = Mat<T>::Zero(D, c.heads * c.key_head_width());
+    b.attn.Wv = b.attn.Wo = Mat<T>::Zero(D, D);
+    b.attn.bq = b.attn.bk = Vec<T>::Zero(c.heads * c.key_head_width());
+    b.attn.bv = b.attn.bo = Vec<T>::Zero(D);
     b.mlp.W1 = Mat<T>::Zero(D, c.mlp);
     b.mlp.b1 = Vec<T>::Zero(c.mlp);
     b.mlp.W2 = Mat<T>::Zero(c.mlp, D);
@@ -87,6 +89,7 @@ void check_config(const ViTConfig& c) {
         "): patch, stride >= 1, 0 <= pad < patch, stride divides image + 2 pad - patch >= 0");
   if (c.D <= 0 || c.heads <= 0 || c.D % c.heads != 0)
     bad("D (= " + std::to_string(c.D) + ") must be a positive multiple of heads (= " + std::to_string(c.heads) + ")");
+  if (c.key_width < 0) bad("key_width (= " + std::to_string(c.key_width) + ") must be >= 0 (0: D / heads)");
   if (c.layers <= 0) bad("layers (= " + std::to_string(c.layers) + ") must be positive");
   if (c.mlp <= 0) bad("mlp (= " + std::to_string(c.mlp) + ") must be positive");
   if (c.classes <= 0 || c.classes > 256) bad("classes (= " + std::to_string(c.classes) + ") must be in 1..256");
@@ -101,7 +104,8 @@ ViT<T>::ViT(const ViTConfig& config, const AttentionFactory& factory) : config_(
   for (Eigen::Index l = 0; l < config_.layers; ++l) {
     TrainableAttentionConfig a = config_.attention;
     a.n = config_.tokens();
-    a.d_k = a.d_v = config_.head_width();
+    a.d_k = config_.key_head_width();
+    a.d_v = config_.head_width();
     a.heads = config_.heads;
     a.seed = derive_seed(config_.seed, 1000 + static_cast<std::uint64_t>(l));
     attention_.push_back(factory(a));

@@ -28,6 +28,10 @@ struct ViTConfig {
   int pad = 1;           // background (0) pixels added on each side
   Eigen::Index D = 64;   // embedding width
   Eigen::Index heads = 4;
+  // The query/key width d_k of every head; 0 means D / heads (the default, vit_spec.md). Values and the
+  // attention's output keep D / heads per head, so only Wq, Wk (D, heads d_k) and bq, bk (heads d_k)
+  // change shape, and the method's 1/sqrt(d_k) follows this width.
+  Eigen::Index key_width = 0;
   Eigen::Index layers = 2;
   Eigen::Index mlp = 128;  // MLP hidden width
   Eigen::Index classes = 10;
@@ -40,7 +44,8 @@ struct ViTConfig {
   Eigen::Index grid() const { return stride > 0 && image + 2 * pad >= patch ? (image + 2 * pad - patch) / stride + 1 : 0; }
   Eigen::Index tokens() const { return grid() * grid(); }
   Eigen::Index patch_values() const { return static_cast<Eigen::Index>(patch) * patch; }
-  Eigen::Index head_width() const { return D / heads; }
+  Eigen::Index head_width() const { return D / heads; }  // d_v: the value width of a head
+  Eigen::Index key_head_width() const { return key_width > 0 ? key_width : head_width(); }  // d_k
 };
 
 template <typename T>
