@@ -1,0 +1,17 @@
+// A copy of a ViT, in the same or another scalar type: a new model of the same configuration whose
+// learned tensors and method buffers hold the source's values (cast). ViT itself is not copyable (it
+// owns its attention methods); training arms that continue from one state each start from a copy.
+#pragma once
+
+#include <memory>
+
+#include "attnlab/model/vit.hpp"
+
+namespace attnlab {
+
+// The source's configuration with the library's methods (make_trainable_attention), every parameter and
+// buffer copied in manifest order. Throws std::invalid_argument when the method is not a library method.
+template <typename To, typename From>
+std::unique_ptr<ViT<To>> copy_vit(ViT<From>& source);
+
+}  // namespace attnlab
