@@ -57,8 +57,11 @@ constexpr std::int64_t kGrowStep = 500;
 constexpr std::int64_t kTotalSteps = 1500;
 constexpr Eigen::Index kBatch = 16;
 constexpr double kLearningRate = 5e-4;
-// Seeds: 5 when the full run fits about 8 minutes on this machine, else 3 (decided from a timing, README).
-constexpr int kSeeds = 5;
+// Seeds: 5 when the full run fits about 8 minutes on this machine, else 3. Decided from a timing before the
+// full run (2026-11-26, quick mode on the shared 2-core machine, load 6-7): 45 ms per step of 16 images and
+// 1.2 ms per evaluated image, i.e. about 370 s per seed (5,500 steps, 48 evaluations of 2,000 images) under
+// that load and roughly a third of it idle: 5 seeds would take about 10 minutes idle, 3 about 6. So 3.
+constexpr int kSeeds = 3;
 // The evaluation set: the first 2,000 test images, the same for every point of every arm and seed.
 constexpr std::int64_t kEvalImages = 2000;
 // The curve, on the same evaluation set: every 50 steps from growth - 100 to growth + 200, then every 250 steps
@@ -183,7 +186,8 @@ int main(int argc, char** argv) {
                       int_col("grow_step"), int_col("short_term_steps"), int_col("total_steps"), real_col("growth_batch_loss")});
     CsvTable heads({int_col("seed"), text_col("arm"), int_col("layer"), int_col("head"), int_col("x_rows"), int_col("x_cols"),
                     int_col("x_rank"), real_col("x_sigma_min_kept"), real_col("x_sigma_max"), real_col("g_norm"),
-                    real_col("m_norm_before"), real_col("m_norm_after"), real_col("m_change")});
+                    real_col("m_norm_before"), real_col("m_norm_after"), real_col("m_change"), real_col("s_norm_before"),
+                    real_col("s_change")});
     CsvTable timing({int_col("seed"), real_col("seconds_before_growth"), real_col("seconds_growth"), real_col("seconds_after_growth"),
                      real_col("seconds_evaluation"), int_col("evaluations"), int_col("threads")});
 
@@ -254,7 +258,8 @@ int main(int argc, char** argv) {
           r.model = grow_key_width(*base, o, &batch);
           r.trainer = user ? std::make_unique<Trainer<float>>(*r.model)
                            : std::make_unique<Trainer<float>>(*r.model, adam_after_growth(base_trainer.adam(), *r.model));
-          // Per head: the stacked input's rank, ||G||, and how much the arm changed M.
+          // Per head: the stacked input's rank, ||G||, and how much the arm changed M and the stack's scores
+          // X' M X'^T (relative; the cross-image blocks included, as in B).
           for (Eigen::Index l = 0; l < base->config().layers; ++l) {
             const StackedInput x(batch.x_aug[static_cast<std::size_t>(l)], batch.n);
             for (Eigen::Index h = 0; h < base->config().heads; ++h) {
@@ -263,7 +268,8 @@ int main(int argc, char** argv) {
               const Mat<double> m0 = head_score_matrix(*base, l, h), m1 = head_score_matrix(*r.model, l, h);
               heads.add_row({s, arm.name, l, h, batch.x_aug[static_cast<std::size_t>(l)].rows(),
                              batch.x_aug[static_cast<std::size_t>(l)].cols(), x.rank(), x.singular_values()(x.rank() - 1),
-                             x.singular_values()(0), std::sqrt(g_norm2), m0.norm(), m1.norm(), (m1 - m0).norm() / m0.norm()});
+                             x.singular_values()(0), std::sqrt(g_norm2), m0.norm(), m1.norm(), (m1 - m0).norm() / m0.norm(),
+                             x.scores_norm(m0), x.scores_norm(m1 - m0) / x.scores_norm(m0)});
             }
           }
         }

@@ -65,6 +65,7 @@ TEST_CASE("StackedInput: Z* and the closed form without B equal the dense X^+ B 
       CHECK(fast.rank() == (layernorm ? D : D + 1));  // LayerNorm's rows leave one null direction
       const M b = dense_b(x, g, sign, m);
       const M k = fast.projected_blocks(g);
+      CHECK(fast.scores_norm(m) == doctest::Approx((x * m * x.transpose()).norm()).epsilon(1e-12));
       // Rounding of X^+ B X^+T: c N eps ||X^+||^2 ||B|| kappa; the ratio against 30.
       const auto& s = fast.singular_values();
       const double kappa = s(0) / s(fast.rank() - 1), xp2 = 1 / (s(fast.rank() - 1) * s(fast.rank() - 1));

@@ -58,6 +58,10 @@ StackedInput::StackedInput(const Mat<double>& x_aug, Eigen::Index n) : n_(n) {
   s_ = all_singular_.head(rank_);
 }
 
+double StackedInput::scores_norm(const Mat<double>& m) const {
+  return (s_.asDiagonal() * (v_.transpose() * m * v_) * s_.asDiagonal()).norm();
+}
+
 Mat<double> StackedInput::projected_blocks(const std::vector<Mat<double>>& g) const {
   if (static_cast<Eigen::Index>(g.size()) != images_)
     throw std::invalid_argument("StackedInput: " + std::to_string(g.size()) + " G blocks for " + std::to_string(images_) + " images");

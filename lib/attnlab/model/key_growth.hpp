@@ -68,6 +68,9 @@ class StackedInput {
   // Singular values of X' (all of them, largest first): what the rank was decided from.
   const Vec<double>& singular_values() const { return all_singular_; }
 
+  // ||X' M X'^T||_F over the whole stack, = ||S_x V_x^T M V_x S_x||_F (what M does to the scores; M's
+  // component along X''s null space does nothing).
+  double scores_norm(const Mat<double>& m) const;
   // K = sum_b U_b^T G_b U_b (rho x rho) for the blocks g[b] (n x n each, one per image).
   Mat<double> projected_blocks(const std::vector<Mat<double>>& g) const;
   // Z* = X'^+ B X'^+T for B = sign blockdiag(g) + X' M X'^T ((D+1) x (D+1)), sign = +1 (b) or -1 (c).
