@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
-#include "attnlab/attention/fast_attention.hpp"
+#include "attnlab/attention/fast_passes.hpp"
 #include "attnlab/linalg/iterative_pinv.hpp"
 #include "attnlab/attention/linear_attention.hpp"
 #include "attnlab/attention/linformer.hpp"

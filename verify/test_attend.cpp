@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/attention/fast_attention.hpp"
 #include "attnlab/attention/fused_attention.hpp"
 #include "attnlab/attention/linear_attention.hpp"
 #include "attnlab/attention/linformer.hpp"

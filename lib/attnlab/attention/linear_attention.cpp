@@ -4,8 +4,12 @@
 
 #include <cmath>
 
+#include <vector>
+
+#include "attnlab/attention/fast_passes.hpp"
 #include "attnlab/core/attention_check.hpp"
 #include "attnlab/core/head_stack_map.hpp"
+#include "attnlab/core/row_blocks.hpp"
 
 namespace attnlab {
 
@@ -53,6 +57,15 @@ void rescale_negative_block(Mat<T>& phi, const Mat<T>& x, bool per_row) {
     const T m = x.maxCoeff();
     if (m < T(0)) phi = (x.array() - m).exp().matrix();
   }
+}
+
+// elu(x) + 1 = max(x, 0) + exp(min(x, 0)): x + 1 for x > 0, exp(x) otherwise, as elu_plus_one, but
+// every operation vectorised (Eigen 3.4's select() is not, and falls back to scalar expf). The fast
+// kernel's form; the reference keeps the scalar one.
+template <typename Derived>
+Mat<typename Derived::Scalar> elu_plus_one_vectorised(const Eigen::MatrixBase<Derived>& x) {
+  using T = typename Derived::Scalar;
+  return (x.array().max(T(0)) + x.array().min(T(0)).exp()).matrix();
 }
 
 }  // namespace
@@ -134,6 +147,43 @@ HeadStack<T> elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, 
   });
 }
 
+template <typename T>
+HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v) {
+  detail::check_same_heads(q, k, v);
+  detail::check_attention_shapes("elu_linear_attention", q[0], k[0], v[0]);
+  const Eigen::Index count = q.count(), dv = v.d();
+  const detail::RowBlocks keys{k.n(), kFastRowBlock}, queries{q.n(), kFastRowBlock};
+  // As the reference: where all of a head's K is negative, phi(K) = exp(K - max K) (the output is
+  // unchanged by a common positive factor, and exp(K) alone could underflow to all zeros).
+  std::vector<T> k_max(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static)
+  for (Eigen::Index h = 0; h < count; ++h) k_max[static_cast<std::size_t>(h)] = k[h].maxCoeff();
+  // Pass 1: per key block, [phi(K_j)^T V_j, phi(K_j)^T 1], (d, d_v + 1).
+  const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
+    const T m = k_max[static_cast<std::size_t>(h)];
+    const auto k_j = k[h].middleRows(j0, b);
+    const Mat<T> phi = m < T(0) ? Mat<T>((k_j.array() - m).exp().matrix()) : elu_plus_one_vectorised(k_j);
+    Mat<T> s(phi.cols(), dv + 1);
+    s.leftCols(dv).noalias() = phi.transpose() * v[h].middleRows(j0, b);
+    s.col(dv) = phi.colwise().sum().transpose();
+    return s;
+  });
+  const auto kvz = detail::add_blocks(part, count, keys.count());
+  // Pass 3: numerators and denominators of a query block in one product phi(Q_i) [kv, ksum].
+  HeadStack<T> out(q.batch(), q.heads(), q.n(), dv);
+  detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
+    const auto q_i = q[h].middleRows(i0, b);
+    Mat<T> phi = elu_plus_one_vectorised(q_i);
+    // Rows whose entries are all negative: exp(x - row max), as the reference rescales them.
+    const Vec<T> row_max = q_i.rowwise().maxCoeff();
+    for (Eigen::Index r = 0; r < b; ++r)
+      if (row_max(r) < T(0)) phi.row(r) = (q_i.row(r).array() - row_max(r)).exp().matrix();
+    const Mat<T> nd = phi * kvz[static_cast<std::size_t>(h)];
+    out[h].middleRows(i0, b) = (nd.leftCols(dv).array().colwise() / nd.col(dv).array()).matrix();
+  });
+  return out;
+}
+
 #define ATTNLAB_INSTANTIATE_LINEAR(T)                                                              \
   template Mat<T> efficient_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&);               \
   template Mat<T> efficient_attention_matrix(const Mat<T>&, const Mat<T>&);                       \
@@ -142,7 +192,8 @@ HeadStack<T> elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, 
   template Mat<T> unnormalised_attention_quadratic(const Mat<T>&, const Mat<T>&, const Mat<T>&);  \
   template Mat<T> unnormalised_attention_linear(const Mat<T>&, const Mat<T>&, const Mat<T>&);     \
   template HeadStack<T> efficient_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&); \
-  template HeadStack<T> elu_linear_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&);
+  template HeadStack<T> elu_linear_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&); \
+  template HeadStack<T> fast_elu_linear_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&);
 ATTNLAB_INSTANTIATE_LINEAR(float)
 ATTNLAB_INSTANTIATE_LINEAR(double)
 #undef ATTNLAB_INSTANTIATE_LINEAR

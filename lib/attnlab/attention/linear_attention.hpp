@@ -43,4 +43,10 @@ HeadStack<T> efficient_attention(const HeadStack<T>& q, const HeadStack<T>& k, c
 template <typename T>
 HeadStack<T> elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v);
 
+// The fast kernel of elu_linear_attention() on every head (the same underflow rescaling): the
+// three passes of fast_passes.hpp, in parallel over (head, block) pairs; checked against the
+// reference in verify/fast_attention_checks.cpp.
+template <typename T>
+HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v);
+
 }  // namespace attnlab

@@ -6,6 +6,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "attnlab/attention/fast_passes.hpp"
+#include "attnlab/core/attention_check.hpp"
+#include "attnlab/core/head_stack_map.hpp"
+#include "attnlab/core/row_blocks.hpp"
 #include "attnlab/core/softmax.hpp"
 
 namespace attnlab {
@@ -114,6 +118,38 @@ HeadStack<T> linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, c
   if (count > 0) out[0] = linformer_attention(q[0], k[0], v[0], proj);
 #pragma omp parallel for schedule(dynamic)
   for (Eigen::Index i = 1; i < count; ++i) out[i] = linformer_attention(q[i], k[i], v[i], proj);
+  return out;
+}
+
+template <typename T>
+HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                                      const LinformerProjections<T>& proj) {
+  detail::check_same_heads(q, k, v);
+  detail::check_attention_shapes("linformer_attention", q[0], k[0], v[0]);
+  if (proj.k() < 1 || proj.n() != k.n() || proj.f.rows() != proj.k() || proj.f.cols() != proj.n())
+    throw std::invalid_argument("linformer_attention: E is " + std::to_string(proj.e.rows()) + " x " +
+                                std::to_string(proj.e.cols()) + " and F " + std::to_string(proj.f.rows()) + " x " +
+                                std::to_string(proj.f.cols()) + "; need both kp x n with kp >= 1, n = " +
+                                std::to_string(k.n()));
+  const Eigen::Index count = q.count(), d = q.d(), dv = v.d();
+  const detail::RowBlocks keys{k.n(), kFastRowBlock}, queries{q.n(), kFastRowBlock};
+  // Pass 1: per key block, [E_j K_j, F_j V_j], (kp, d + d_v).
+  const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
+    Mat<T> s(proj.k(), d + dv);
+    s.leftCols(d).noalias() = proj.e.middleCols(j0, b) * k[h].middleRows(j0, b);
+    s.rightCols(dv).noalias() = proj.f.middleCols(j0, b) * v[h].middleRows(j0, b);
+    return s;
+  });
+  const auto ekfv = detail::add_blocks(part, count, keys.count());
+  // Pass 3: scores (E K) Q_i^T / sqrt(d), (kp, b), softmax down each column, times F V.
+  HeadStack<T> out(q.batch(), q.heads(), q.n(), dv);
+  const T scale = T(1) / std::sqrt(static_cast<T>(d));
+  detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
+    const Mat<T>& s = ekfv[static_cast<std::size_t>(h)];
+    Mat<T> p_pq = s.leftCols(d) * (q[h].middleRows(i0, b).transpose() * scale);
+    const Vec<T> sums = detail::exp_columns(p_pq);
+    out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * (p_pq.transpose() * s.rightCols(dv));
+  });
   return out;
 }
 
@@ -238,6 +274,8 @@ Vec<double> round_trip_sampled(const Vec<double>& w, Eigen::Index k, Rng& rng) {
   template HeadStack<T> linformer_attention<T>(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&, \
                                                const LinformerProjections<T>&);                             \
   template Mat<T> linformer_attention_matrix<T>(const Mat<T>&, const Mat<T>&, const LinformerProjections<T>&); \
+  template HeadStack<T> fast_linformer_attention<T>(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&, \
+                                                    const LinformerProjections<T>&);                          \
   template Mat<T> context_mapping_matrix<T>(const Mat<T>&, const Mat<T>&);                                 \
   template Mat<T> linformer_reference_attention<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&);
 ATTNLAB_LINFORMER_INSTANTIATE(float)

@@ -60,6 +60,13 @@ template <typename T>
 HeadStack<T> linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                                  const LinformerProjections<T>& proj);
 
+// The fast kernel of linformer_attention() on every head with the shared projections E, F (kp x n):
+// the three passes of fast_passes.hpp, in parallel over (head, block) pairs; checked against the
+// reference in verify/fast_attention_checks.cpp.
+template <typename T>
+HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                                      const LinformerProjections<T>& proj);
+
 // P = softmax(Q K^T / sqrt(d)), n x n: the "context mapping matrix" of Linformer's Theorem 1.
 template <typename T>
 Mat<T> context_mapping_matrix(const Mat<T>& q, const Mat<T>& k);

@@ -4,8 +4,13 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "attnlab/attention/fast_passes.hpp"
 #include "attnlab/core/attention_check.hpp"
+#include "attnlab/core/head_stack_map.hpp"
+#include "attnlab/core/row_blocks.hpp"
+#include "attnlab/linalg/iterative_pinv.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/core/softmax.hpp"
 
@@ -100,6 +105,74 @@ HeadStack<T> nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k, con
   return out;
 }
 
+template <typename T>
+HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                                    Eigen::Index landmarks) {
+  detail::check_same_heads(q, k, v);
+  detail::check_attention_shapes("nystrom_attention", q[0], k[0], v[0]);
+  const Eigen::Index m = landmarks, count = q.count(), dv = v.d();
+  if (m < 1 || m > std::min(q.n(), k.n()))
+    throw std::invalid_argument("nystrom_attention: landmarks m (= " + std::to_string(m) +
+                                ") must lie in [1, min(n_q, n_k) = " + std::to_string(std::min(q.n(), k.n())) + "]");
+  const T scale = T(1) / std::sqrt(static_cast<T>(q.d()));
+  // Pass 0, per head: landmarks Q~ (scaled, transposed: (d, m)) and K~ (m, d), and Z = pinv(A) of
+  // A = softmax(Q~ K~^T / sqrt(d)) by the reference's iteration (Z_0 = A^T / (||A||_1 ||A||_inf)).
+  std::vector<Mat<T>> ql_dm(static_cast<std::size_t>(count)), kl(ql_dm.size()), z(ql_dm.size());
+#pragma omp parallel for schedule(dynamic)
+  for (Eigen::Index h = 0; h < count; ++h) {
+    const auto i = static_cast<std::size_t>(h);
+    const Mat<T> q_l = segment_means(q[h], m);
+    kl[i] = segment_means(k[h], m);
+    ql_dm[i] = (q_l * scale).transpose();
+    // A by the reference's own expression, so Z is the reference's Z to the bit (its sensitivity to
+    // rounding in A, up to cond(A) amplified by the iteration, never enters the comparison).
+    Mat<T> a = (q_l * kl[i].transpose()) * scale;
+    softmax_rows_inplace(a);
+    z[i] = static_cast<T>(pinv_initial_scale(std::vector<Mat<T>>{a}, PinvInit::per_matrix).front()) * a.transpose();
+    for (int it = 0; it < kNystromformerPinvIterations; ++it) iterative_pinv_step(a, z[i]);
+  }
+  // Pass 1: per key block, B's unnormalised rows exp(Q~ K_j^T / sqrt(d) - block max) times V_j,
+  // with the block maxima and sums: (m, d_v + 2) = [B_j V_j, max, sum].
+  const detail::RowBlocks keys{k.n(), kFastRowBlock}, queries{q.n(), kFastRowBlock};
+  const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
+    Mat<T> s_kl = k[h].middleRows(j0, b) * ql_dm[static_cast<std::size_t>(h)];  // (b, m): landmark per column
+    const Vec<T> block_max = s_kl.colwise().maxCoeff().transpose();
+    const Vec<T> sums = detail::exp_columns(s_kl);
+    Mat<T> s(m, dv + 2);
+    s.leftCols(dv).noalias() = s_kl.transpose() * v[h].middleRows(j0, b);
+    s.col(dv) = block_max;
+    s.col(dv + 1) = sums;
+    return s;
+  });
+  // Pass 2, per head: blocks merged relative to the overall maximum of each landmark row (the
+  // online softmax's rescaling, so nothing overflows), in block order; then W = Z (B V), (m, d_v).
+  std::vector<Mat<T>> w(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static)
+  for (Eigen::Index h = 0; h < count; ++h) {
+    const auto first = static_cast<std::size_t>(h * keys.count());
+    Vec<T> row_max = part[first].col(dv);
+    for (Eigen::Index j = 1; j < keys.count(); ++j) row_max = row_max.cwiseMax(part[first + j].col(dv));
+    Mat<T> bv = Mat<T>::Zero(m, dv);
+    Vec<T> sums = Vec<T>::Zero(m);
+    for (Eigen::Index j = 0; j < keys.count(); ++j) {
+      const Mat<T>& p = part[first + static_cast<std::size_t>(j)];
+      const Vec<T> factor = (p.col(dv) - row_max).array().exp().matrix();
+      bv.noalias() += factor.asDiagonal() * p.leftCols(dv);
+      sums += factor.cwiseProduct(p.col(dv + 1));
+    }
+    w[static_cast<std::size_t>(h)].noalias() = z[static_cast<std::size_t>(h)] * (sums.cwiseInverse().asDiagonal() * bv);
+  }
+  // Pass 3: F_i = softmax(Q_i K~^T / sqrt(d)), computed transposed (m, b), times W.
+  HeadStack<T> out(q.batch(), q.heads(), q.n(), dv);
+  detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
+    const auto i = static_cast<std::size_t>(h);
+    Mat<T> f_lq = kl[i] * (q[h].middleRows(i0, b).transpose() * scale);
+    const Vec<T> sums = detail::exp_columns(f_lq);
+    out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * (f_lq.transpose() * w[i]);
+  });
+  return out;
+}
+
 #define ATTNLAB_INSTANTIATE_NYSTROM(T)                                                                     \
   template Mat<T> segment_means(const Mat<T>&, Eigen::Index);                                             \
   template NystromFactors<T> nystrom_factors(const Mat<T>&, const Mat<T>&, Eigen::Index);                 \
@@ -107,7 +180,9 @@ HeadStack<T> nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k, con
   template Mat<T> nystrom_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&, const NystromOptions&);   \
   template Mat<T> nystrom_attention_matrix(const Mat<T>&, const Mat<T>&, const NystromOptions&);          \
   template HeadStack<T> nystrom_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&,  \
-                                          const NystromOptions&);
+                                          const NystromOptions&);                                           \
+  template HeadStack<T> fast_nystrom_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&,  \
+                                               Eigen::Index);
 ATTNLAB_INSTANTIATE_NYSTROM(float)
 ATTNLAB_INSTANTIATE_NYSTROM(double)
 #undef ATTNLAB_INSTANTIATE_NYSTROM

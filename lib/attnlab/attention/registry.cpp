@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "attnlab/attention/fast_attention.hpp"
 #include "attnlab/attention/fused_attention.hpp"
 #include "attnlab/attention/linear_attention.hpp"
 #include "attnlab/attention/softmax_attention.hpp"

@@ -1,0 +1,76 @@
+// The three passes of the fast kernels (linear elu + 1, Linformer, Nystrom) over head stacks: GEMM-shaped
+// work in parallel over (head, block) pairs. Each method's fast kernel lives beside its reference
+// (linear_attention.cpp, linformer.cpp, nystrom.cpp) and is checked against it in verify/.
+#pragma once
+
+#include <Eigen/Dense>
+#include <vector>
+
+#include "attnlab/core/row_blocks.hpp"
+#include "attnlab/core/matrix.hpp"
+
+namespace attnlab {
+
+// Rows per block of the fast kernels' parallel passes (keys summarised, queries answered).
+inline constexpr Eigen::Index kFastRowBlock = 512;
+
+// Every fast kernel runs in three passes: (1) each block of keys is summarised (a d x d_v,
+// k x d or m x d_v matrix) in parallel over (head, key block); (2) each head's summaries are
+// added in block order; (3) each block of queries is answered from its head's summary, in
+// parallel over (head, query block). The blocks are fixed (RowBlocks), so outputs are the same
+// for any thread count, and one long head keeps every thread busy as many short ones do.
+// Shapes are checked as the references check them (std::invalid_argument naming the value).
+namespace detail {
+
+// Pass 1: summarise(h, j0, b) for every head h < count and key block [j0, j0 + b), in parallel;
+// part[h * blocks + j] holds block j of head h.
+template <typename T, typename Summarise>
+std::vector<Mat<T>> summarise_key_blocks(Eigen::Index count, const RowBlocks& blocks, Summarise summarise) {
+  std::vector<Mat<T>> part(static_cast<std::size_t>(count * blocks.count()));
+#pragma omp parallel for schedule(dynamic)
+  for (Eigen::Index t = 0; t < count * blocks.count(); ++t) {
+    const Eigen::Index j = t % blocks.count();
+    part[static_cast<std::size_t>(t)] = summarise(t / blocks.count(), blocks.begin(j), blocks.length(j));
+  }
+  return part;
+}
+
+// Pass 2 of the methods whose summary is a plain sum: each head's blocks added in block order.
+template <typename T>
+std::vector<Mat<T>> add_blocks(const std::vector<Mat<T>>& part, Eigen::Index count, Eigen::Index blocks) {
+  std::vector<Mat<T>> sum(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static)
+  for (Eigen::Index h = 0; h < count; ++h) {
+    Mat<T> s = part[static_cast<std::size_t>(h * blocks)];
+    for (Eigen::Index j = 1; j < blocks; ++j) s += part[static_cast<std::size_t>(h * blocks + j)];
+    sum[static_cast<std::size_t>(h)] = std::move(s);
+  }
+  return sum;
+}
+
+// Pass 3: answer(h, i0, b) for every head and query block, in parallel; each writes its own rows.
+template <typename Answer>
+void answer_query_blocks(Eigen::Index count, const RowBlocks& blocks, Answer answer) {
+#pragma omp parallel for schedule(dynamic)
+  for (Eigen::Index t = 0; t < count * blocks.count(); ++t) {
+    const Eigen::Index i = t % blocks.count();
+    answer(t / blocks.count(), blocks.begin(i), blocks.length(i));
+  }
+}
+
+// exp(s - column max) in place for each column of s (a softmax left unnormalised, so the division
+// can go on the smaller product that follows); returns the column sums, each >= 1.
+template <typename T>
+Vec<T> exp_columns(Mat<T>& s) {
+  Vec<T> sums(s.cols());
+  for (Eigen::Index c = 0; c < s.cols(); ++c) {
+    auto col = s.col(c);
+    col = (col.array() - col.maxCoeff()).exp().matrix();
+    sums(c) = col.sum();
+  }
+  return sums;
+}
+
+}  // namespace detail
+
+}  // namespace attnlab
