@@ -30,13 +30,30 @@ Mat<T> segment_means(const Mat<T>& x, Eigen::Index m) {
   return means;
 }
 
+namespace {
+
+// The landmark count both kernels take: 1 <= m <= min(n_q, n_k).
+void check_landmarks(Eigen::Index m, Eigen::Index n_q, Eigen::Index n_k) {
+  if (m < 1 || m > std::min(n_q, n_k))
+    throw std::invalid_argument("nystrom_attention: landmarks m (= " + std::to_string(m) +
+                                ") must lie in [1, min(n_q, n_k) = " + std::to_string(std::min(n_q, n_k)) + "]");
+}
+
+// A = softmax(Q~ K~^T / sqrt(d)), m x m, from the landmarks (m x d each): the matrix both kernels
+// pseudo-invert, by one expression so that their Z agree to the bit.
+template <typename T>
+Mat<T> landmark_kernel(const Mat<T>& q_l, const Mat<T>& k_l, T scale) {
+  Mat<T> a = (q_l * k_l.transpose()) * scale;
+  softmax_rows_inplace(a);  // subtracts each row's maximum, so exp() cannot overflow
+  return a;
+}
+
+}  // namespace
+
 template <typename T>
 NystromFactors<T> nystrom_factors(const Mat<T>& q, const Mat<T>& k, Eigen::Index landmarks) {
   detail::check_attention_shapes("nystrom_attention", q, k, k);
-  if (landmarks < 1 || landmarks > std::min(q.rows(), k.rows()))
-    throw std::invalid_argument("nystrom_attention: landmarks m (= " + std::to_string(landmarks) +
-                                ") must lie in [1, min(n_q, n_k) = " + std::to_string(std::min(q.rows(), k.rows())) +
-                                "]");
+  check_landmarks(landmarks, q.rows(), k.rows());
   // q is (n_q, d), k is (n_k, d); q_l, k_l are (m, d); f (n_q, m), a (m, m), b (m, n_k).
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
   // pass 1: landmarks by segment means.
@@ -44,10 +61,9 @@ NystromFactors<T> nystrom_factors(const Mat<T>& q, const Mat<T>& k, Eigen::Index
   // pass 2: the three kernels; each row softmax subtracts its row maximum so exp() cannot overflow.
   NystromFactors<T> fac;
   fac.f = (q * k_l.transpose()) * scale;
-  fac.a = (q_l * k_l.transpose()) * scale;
+  fac.a = landmark_kernel(q_l, k_l, scale);
   fac.b = (q_l * k.transpose()) * scale;
   softmax_rows_inplace(fac.f);
-  softmax_rows_inplace(fac.a);
   softmax_rows_inplace(fac.b);
   return fac;
 }
@@ -111,12 +127,11 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
   detail::check_same_heads(q, k, v);
   detail::check_attention_shapes("nystrom_attention", q[0], k[0], v[0]);
   const Eigen::Index m = landmarks, count = q.count(), dv = v.d();
-  if (m < 1 || m > std::min(q.n(), k.n()))
-    throw std::invalid_argument("nystrom_attention: landmarks m (= " + std::to_string(m) +
-                                ") must lie in [1, min(n_q, n_k) = " + std::to_string(std::min(q.n(), k.n())) + "]");
+  check_landmarks(m, q.n(), k.n());
   const T scale = T(1) / std::sqrt(static_cast<T>(q.d()));
   // Pass 0, per head: landmarks Q~ (scaled, transposed: (d, m)) and K~ (m, d), and Z = pinv(A) of
-  // A = softmax(Q~ K~^T / sqrt(d)) by the reference's iteration (Z_0 = A^T / (||A||_1 ||A||_inf)).
+  // A = softmax(Q~ K~^T / sqrt(d)) by the reference's pseudoinverse with its default options (the
+  // iteration from Z_0 = A^T / (||A||_1 ||A||_inf)).
   std::vector<Mat<T>> ql_dm(static_cast<std::size_t>(count)), kl(ql_dm.size()), z(ql_dm.size());
 #pragma omp parallel for schedule(dynamic)
   for (Eigen::Index h = 0; h < count; ++h) {
@@ -124,12 +139,9 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
     const Mat<T> q_l = segment_means(q[h], m);
     kl[i] = segment_means(k[h], m);
     ql_dm[i] = (q_l * scale).transpose();
-    // A by the reference's own expression, so Z is the reference's Z to the bit (its sensitivity to
+    // A by the reference's own function, so Z is the reference's Z to the bit (its sensitivity to
     // rounding in A, up to cond(A) amplified by the iteration, never enters the comparison).
-    Mat<T> a = (q_l * kl[i].transpose()) * scale;
-    softmax_rows_inplace(a);
-    z[i] = static_cast<T>(pinv_initial_scale(std::vector<Mat<T>>{a}, PinvInit::per_matrix).front()) * a.transpose();
-    for (int it = 0; it < kNystromformerPinvIterations; ++it) iterative_pinv_step(a, z[i]);
+    z[i] = nystrom_pinv(std::vector<Mat<T>>{landmark_kernel(q_l, kl[i], scale)}, NystromOptions{}).front();
   }
   // Pass 1: per key block, B's unnormalised rows exp(Q~ K_j^T / sqrt(d) - block max) times V_j,
   // with the block maxima and sums: (m, d_v + 2) = [B_j V_j, max, sum].
