@@ -47,21 +47,26 @@ Mat<T> elu_plus_one(const Mat<T>& x) {
 // in float), so a row, or all of K, made of very negative entries would give 0 / 0. Where the
 // largest entry m is negative we therefore use exp(x - m) = phi(x) / phi(m) instead, whose
 // largest term is exactly 1.
+// rescale_negative_rows() does it per row of phi(Q) (both kernels), rescale_negative_all() for all
+// of phi(K) (the reference; the fast kernel applies K's maximum block by block).
+template <typename Derived>
+void rescale_negative_rows(Mat<typename Derived::Scalar>& phi, const Eigen::MatrixBase<Derived>& x) {
+  using T = typename Derived::Scalar;
+  const Vec<T> row_max = x.rowwise().maxCoeff();
+  for (Eigen::Index i = 0; i < x.rows(); ++i)
+    if (row_max(i) < T(0)) phi.row(i) = (x.row(i).array() - row_max(i)).exp().matrix();
+}
+
 template <typename T>
-void rescale_negative_block(Mat<T>& phi, const Mat<T>& x, bool per_row) {
-  if (per_row) {
-    const Vec<T> row_max = x.rowwise().maxCoeff();
-    for (Eigen::Index i = 0; i < x.rows(); ++i)
-      if (row_max(i) < T(0)) phi.row(i) = (x.row(i).array() - row_max(i)).exp().matrix();
-  } else {
-    const T m = x.maxCoeff();
-    if (m < T(0)) phi = (x.array() - m).exp().matrix();
-  }
+void rescale_negative_all(Mat<T>& phi, const Mat<T>& x) {
+  const T m = x.maxCoeff();
+  if (m < T(0)) phi = (x.array() - m).exp().matrix();
 }
 
 // elu(x) + 1 = max(x, 0) + exp(min(x, 0)): x + 1 for x > 0, exp(x) otherwise, as elu_plus_one, but
 // every operation vectorised (Eigen 3.4's select() is not, and falls back to scalar expf). The fast
-// kernel's form; the reference keeps the scalar one.
+// kernel's form. Not merged with elu_plus_one: Eigen's vectorised exp and std::exp may differ in the
+// last bit, so the reference taking this one would change its outputs (and every table built on them).
 template <typename Derived>
 Mat<typename Derived::Scalar> elu_plus_one_vectorised(const Eigen::MatrixBase<Derived>& x) {
   using T = typename Derived::Scalar;
@@ -96,8 +101,8 @@ Mat<T> elu_linear_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
   // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); kv_dv is (d, d_v), ksum_d is (d); out (n_q, d_v).
   // pass 1: feature maps, rescaled where needed so no row of phi(Q) and not all of phi(K) underflows.
   Mat<T> phi_q = elu_plus_one(q), phi_k = elu_plus_one(k);
-  rescale_negative_block(phi_q, q, true);
-  rescale_negative_block(phi_k, k, false);
+  rescale_negative_rows(phi_q, q);
+  rescale_negative_all(phi_k, k);
   // pass 2: the key-value summary sum_j phi(k_j) v_j^T and the normaliser sum_j phi(k_j).
   const Mat<T> kv_dv = phi_k.transpose() * v;
   const Vec<T> ksum_d = phi_k.colwise().sum().transpose();
@@ -112,8 +117,8 @@ template <typename T>
 Mat<T> elu_linear_attention_matrix(const Mat<T>& q, const Mat<T>& k) {
   detail::check_attention_shapes("elu_linear_attention", q, k, k);
   Mat<T> phi_q = elu_plus_one(q), phi_k = elu_plus_one(k);
-  rescale_negative_block(phi_q, q, true);
-  rescale_negative_block(phi_k, k, false);
+  rescale_negative_rows(phi_q, q);
+  rescale_negative_all(phi_k, k);
   Mat<T> a = phi_q * phi_k.transpose();
   const Vec<T> row_sums = a.rowwise().sum();
   return row_sums.cwiseInverse().asDiagonal() * a;
@@ -174,10 +179,7 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const auto q_i = q[h].middleRows(i0, b);
     Mat<T> phi = elu_plus_one_vectorised(q_i);
-    // Rows whose entries are all negative: exp(x - row max), as the reference rescales them.
-    const Vec<T> row_max = q_i.rowwise().maxCoeff();
-    for (Eigen::Index r = 0; r < b; ++r)
-      if (row_max(r) < T(0)) phi.row(r) = (q_i.row(r).array() - row_max(r)).exp().matrix();
+    rescale_negative_rows(phi, q_i);  // rows whose entries are all negative: exp(x - row max)
     const Mat<T> nd = phi * kvz[static_cast<std::size_t>(h)];
     out[h].middleRows(i0, b) = (nd.leftCols(dv).array().colwise() / nd.col(dv).array()).matrix();
   });
