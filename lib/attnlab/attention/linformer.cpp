@@ -23,18 +23,6 @@ void require_positive(const char* who, const char* what, Eigen::Index value) {
     throw std::invalid_argument(std::string(who) + ": " + what + " (= " + str(value) + ") must be at least 1");
 }
 
-template <typename T>
-void check_qkv(const char* who, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
-  require_positive(who, "n", q.rows());
-  require_positive(who, "d", q.cols());
-  require_positive(who, "dv", v.cols());
-  if (k.rows() != q.rows() || k.cols() != q.cols())
-    throw std::invalid_argument(std::string(who) + ": K is " + str(k.rows()) + " x " + str(k.cols()) +
-                                ", Q is " + str(q.rows()) + " x " + str(q.cols()));
-  if (v.rows() != q.rows())
-    throw std::invalid_argument(std::string(who) + ": V has " + str(v.rows()) + " rows, Q has " + str(q.rows()));
-}
-
 }  // namespace
 
 LinformerProjections<double> gaussian_projections(Eigen::Index n, Eigen::Index k, ProjectionSharing sharing,
@@ -70,6 +58,7 @@ LinformerProjections<double> segment_mean_projections(Eigen::Index n, Eigen::Ind
 
 namespace {
 
+// E and F must both be kp x n_k with kp >= 1 (the reference and the fast kernel alike).
 template <typename T>
 void check_projections(const char* who, const LinformerProjections<T>& proj, Eigen::Index n) {
   require_positive(who, "k", proj.e.rows());
@@ -84,8 +73,8 @@ void check_projections(const char* who, const LinformerProjections<T>& proj, Eig
 template <typename T>
 Mat<T> linformer_attention_matrix(const Mat<T>& q, const Mat<T>& k, const LinformerProjections<T>& proj) {
   // Shapes: q, k n x d; E kp x n; E K kp x d; result n x kp.
-  check_qkv("linformer_attention_matrix", q, k, k);
-  check_projections("linformer_attention_matrix", proj, q.rows());
+  detail::check_attention_shapes("linformer_attention_matrix", q, k, k);
+  check_projections("linformer_attention_matrix", proj, k.rows());
   // Pass 1: project the keys along the sequence axis, n rows -> kp rows.
   const Mat<T> k_proj = proj.e * k;
   // Pass 2: scores of every query against the kp projected keys.
@@ -99,8 +88,8 @@ Mat<T> linformer_attention_matrix(const Mat<T>& q, const Mat<T>& k, const Linfor
 template <typename T>
 Mat<T> linformer_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const LinformerProjections<T>& proj) {
   // Shapes: q, k n x d; v n x dv; E, F kp x n; attention n x kp; F V kp x dv; output n x dv.
-  check_qkv("linformer_attention", q, k, v);
-  check_projections("linformer_attention", proj, q.rows());
+  detail::check_attention_shapes("linformer_attention", q, k, v);
+  check_projections("linformer_attention", proj, k.rows());
   // Passes 1-3: the n x kp attention matrix over projected keys.
   const Mat<T> p = linformer_attention_matrix(q, k, proj);
   // Pass 4: project the values along the sequence axis and mix them.
@@ -110,15 +99,9 @@ Mat<T> linformer_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, co
 template <typename T>
 HeadStack<T> linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                                  const LinformerProjections<T>& proj) {
-  if (k.batch() != q.batch() || k.heads() != q.heads() || v.batch() != q.batch() || v.heads() != q.heads())
-    throw std::invalid_argument("linformer_attention: Q, K, V stacks differ in batch or heads");
-  HeadStack<T> out(q.batch(), q.heads(), q.n(), v.d());
-  const Eigen::Index count = q.count();
-  // Check one head up front so a shape error is thrown here, not inside the parallel loop.
-  if (count > 0) out[0] = linformer_attention(q[0], k[0], v[0], proj);
-#pragma omp parallel for schedule(dynamic)
-  for (Eigen::Index i = 1; i < count; ++i) out[i] = linformer_attention(q[i], k[i], v[i], proj);
-  return out;
+  return detail::map_heads(q, k, v, [&proj](const Mat<T>& qh, const Mat<T>& kh, const Mat<T>& vh) {
+    return linformer_attention(qh, kh, vh, proj);
+  });
 }
 
 template <typename T>
@@ -126,11 +109,7 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
                                       const LinformerProjections<T>& proj) {
   detail::check_same_heads(q, k, v);
   detail::check_attention_shapes("linformer_attention", q[0], k[0], v[0]);
-  if (proj.k() < 1 || proj.n() != k.n() || proj.f.rows() != proj.k() || proj.f.cols() != proj.n())
-    throw std::invalid_argument("linformer_attention: E is " + std::to_string(proj.e.rows()) + " x " +
-                                std::to_string(proj.e.cols()) + " and F " + std::to_string(proj.f.rows()) + " x " +
-                                std::to_string(proj.f.cols()) + "; need both kp x n with kp >= 1, n = " +
-                                std::to_string(k.n()));
+  check_projections("linformer_attention", proj, k.n());
   const Eigen::Index count = q.count(), d = q.d(), dv = v.d();
   const detail::RowBlocks keys{k.n(), kFastRowBlock}, queries{q.n(), kFastRowBlock};
   // Pass 1: per key block, [E_j K_j, F_j V_j], (kp, d + d_v).
@@ -155,7 +134,7 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
 
 template <typename T>
 Mat<T> context_mapping_matrix(const Mat<T>& q, const Mat<T>& k) {
-  check_qkv("context_mapping_matrix", q, k, k);
+  detail::check_attention_shapes("context_mapping_matrix", q, k, k);
   // Shapes: q, k n x d -> P n x n.
   Mat<T> p = (q * k.transpose()) * (T(1) / std::sqrt(static_cast<T>(q.cols())));
   softmax_rows_inplace(p);  // max-subtracted: stable for any logits
@@ -164,7 +143,7 @@ Mat<T> context_mapping_matrix(const Mat<T>& q, const Mat<T>& k) {
 
 template <typename T>
 Mat<T> linformer_reference_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
-  check_qkv("linformer_reference_attention", q, k, v);
+  detail::check_attention_shapes("linformer_reference_attention", q, k, v);
   // Shapes: q, k n x d; v n x dv; a block of scores rows x n; output n x dv.
   const Eigen::Index n = q.rows(), block = 256;
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));

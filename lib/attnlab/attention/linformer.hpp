@@ -50,7 +50,8 @@ Mat<T> linformer_attention_matrix(const Mat<T>& q, const Mat<T>& k, const Linfor
 // One head of Linformer attention, the reference kernel.
 //   q: n x d, k: n x d, v: n x dv, E, F: kp x n  ->  output n x dv
 //   out = softmax((Q (E K)^T) / sqrt(d)) (F V)
-// Throws std::invalid_argument naming the value when n, d, dv or kp is 0 or the shapes disagree.
+// Throws std::invalid_argument naming the value when n, d or kp is 0 or the shapes disagree (the
+// checks of every attention kernel, core/attention_check.hpp, and E, F kp x n with n = K's rows).
 template <typename T>
 Mat<T> linformer_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const LinformerProjections<T>& proj);
 
