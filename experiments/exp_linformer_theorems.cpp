@@ -12,6 +12,7 @@
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/attention/linformer.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/lab/statistics.hpp"
 
 using namespace attnlab;
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
       Rng rng(derive_seed(seed, static_cast<std::uint64_t>(i)));
       const auto in = given.attention_inputs_of(families[static_cast<std::size_t>(i / nn)], sw.n[static_cast<std::size_t>(i % nn)], sw.d, rng);
       auto& pr = problems[static_cast<std::size_t>(i)];
-      pr.p = context_mapping_matrix(in.q, in.k);
+      pr.p = softmax_attention_matrix(in.q, in.k);
       pr.v = in.v;
       pr.pv = pr.p * pr.v;
     });
@@ -329,7 +330,7 @@ int main(int argc, char** argv) {
       Rng rng(derive_seed(seed, 2000000 + ci));
       const auto in = given.attention_inputs_of(families[c.family], c.n, c.d, rng);
       const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
-      const Vec<double> p_norm = context_mapping_matrix(in.q, in.k).rowwise().norm();
+      const Vec<double> p_norm = softmax_attention_matrix(in.q, in.k).rowwise().norm();
       // ||V||: the spectral norm, the operator norm a bound on ||softmax(w) V|| uses.
       const double v_norm = std::sqrt(Eigen::SelfAdjointEigenSolver<Mat<double>>(in.v.transpose() * in.v).eigenvalues().maxCoeff());
       const Eigen::Index kmax = *std::max_element(c.ks.begin(), c.ks.end());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attnlab/attention/fast_passes.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/core/attention_check.hpp"
 #include "attnlab/core/head_stack_map.hpp"
 #include "attnlab/core/row_blocks.hpp"
@@ -133,27 +134,15 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
 }
 
 template <typename T>
-Mat<T> context_mapping_matrix(const Mat<T>& q, const Mat<T>& k) {
-  detail::check_attention_shapes("context_mapping_matrix", q, k, k);
-  // Shapes: q, k n x d -> P n x n.
-  Mat<T> p = (q * k.transpose()) * (T(1) / std::sqrt(static_cast<T>(q.cols())));
-  softmax_rows_inplace(p);  // max-subtracted: stable for any logits
-  return p;
-}
-
-template <typename T>
 Mat<T> linformer_reference_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
   detail::check_attention_shapes("linformer_reference_attention", q, k, v);
-  // Shapes: q, k n x d; v n x dv; a block of scores rows x n; output n x dv.
+  // Shapes: q n_q x d, k n_k x d; v n_k x dv; a block of P rows x n_k; output n_q x dv.
   const Eigen::Index n = q.rows(), block = 256;
-  const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
   Mat<T> out(n, v.cols());
   for (Eigen::Index r0 = 0; r0 < n; r0 += block) {
     const Eigen::Index rows = std::min(block, n - r0);
-    // Pass 1: the block's logits. Pass 2: stable row softmax. Pass 3: mix V.
-    Mat<T> s = (q.middleRows(r0, rows) * k.transpose()) * scale;
-    softmax_rows_inplace(s);
-    out.middleRows(r0, rows).noalias() = s * v;
+    // The block's rows of P = softmax(Q K^T / sqrt(d)) (softmax_attention_matrix), then V mixed.
+    out.middleRows(r0, rows).noalias() = softmax_attention_matrix<T>(q.middleRows(r0, rows), k) * v;
   }
   return out;
 }
@@ -171,7 +160,7 @@ LinformerCost linformer_cost(Eigen::Index n, Eigen::Index d, Eigen::Index dv, Ei
 }
 
 BestRankAttention::BestRankAttention(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v) {
-  const Mat<double> p = context_mapping_matrix(q, k);
+  const Mat<double> p = softmax_attention_matrix(q, k);
   Eigen::BDCSVD<Mat<double>> svd(p, Eigen::ComputeFullU | Eigen::ComputeFullV);
   u_ = svd.matrixU();
   sigma_ = svd.singularValues();
@@ -255,7 +244,6 @@ Vec<double> round_trip_sampled(const Vec<double>& w, Eigen::Index k, Rng& rng) {
   template Mat<T> linformer_attention_matrix<T>(const Mat<T>&, const Mat<T>&, const LinformerProjections<T>&); \
   template HeadStack<T> fast_linformer_attention<T>(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&, \
                                                     const LinformerProjections<T>&);                          \
-  template Mat<T> context_mapping_matrix<T>(const Mat<T>&, const Mat<T>&);                                 \
   template Mat<T> linformer_reference_attention<T>(const Mat<T>&, const Mat<T>&, const Mat<T>&);
 ATTNLAB_LINFORMER_INSTANTIATE(float)
 ATTNLAB_LINFORMER_INSTANTIATE(double)

@@ -68,13 +68,10 @@ template <typename T>
 HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                                       const LinformerProjections<T>& proj);
 
-// P = softmax(Q K^T / sqrt(d)), n x n: the "context mapping matrix" of Linformer's Theorem 1.
-template <typename T>
-Mat<T> context_mapping_matrix(const Mat<T>& q, const Mat<T>& k);
-
-// Exact softmax attention softmax(Q K^T / sqrt(d)) V, formed 256 rows at a time so the
-// reference for n = 8192 needs 16 MB of scores rather than 512 MB. The reference every
-// Linformer error is measured against (call it in double).
+// Exact softmax attention softmax(Q K^T / sqrt(d)) V, formed 256 rows at a time (each block
+// softmax_attention_matrix() of its queries) so the reference for n = 8192 needs 16 MB of scores
+// rather than 512 MB. The reference every Linformer error is measured against (call it in double).
+// The "context mapping matrix" P of Linformer's Theorem 1 is softmax_attention_matrix(q, k).
 template <typename T>
 Mat<T> linformer_reference_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v);
 
