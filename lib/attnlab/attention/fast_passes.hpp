@@ -58,19 +58,6 @@ void answer_query_blocks(Eigen::Index count, const RowBlocks& blocks, Answer ans
   }
 }
 
-// exp(s - column max) in place for each column of s (a softmax left unnormalised, so the division
-// can go on the smaller product that follows); returns the column sums, each >= 1.
-template <typename T>
-Vec<T> exp_columns(Mat<T>& s) {
-  Vec<T> sums(s.cols());
-  for (Eigen::Index c = 0; c < s.cols(); ++c) {
-    auto col = s.col(c);
-    col = (col.array() - col.maxCoeff()).exp().matrix();
-    sums(c) = col.sum();
-  }
-  return sums;
-}
-
 }  // namespace detail
 
 }  // namespace attnlab

@@ -8,6 +8,7 @@
 #include "attnlab/core/attention_check.hpp"
 #include "attnlab/core/head_stack_map.hpp"
 #include "attnlab/core/row_blocks.hpp"
+#include "attnlab/core/softmax.hpp"
 
 namespace attnlab {
 
@@ -42,14 +43,7 @@ void attend_query_block(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen
     // pass 1: scores of this key block, keys down the columns so each query's scores are contiguous.
     w.s_kq.noalias() = k.middleRows(j0, b) * w.q_dq;
     // pass 2: new running maximum, exponentials relative to it (never overflow), rescaled sums.
-    for (Eigen::Index i = 0; i < b_q; ++i) {
-      auto s = w.s_kq.col(i);
-      const T m_new = std::max(w.m_q(i), s.maxCoeff());
-      w.correction(i) = std::exp(w.m_q(i) - m_new);
-      s = (s.array() - m_new).exp().matrix();
-      w.l_q(i) = w.l_q(i) * w.correction(i) + s.sum();
-      w.m_q(i) = m_new;
-    }
+    online_softmax_block(w.s_kq, w.m_q, w.l_q, w.correction);
     // pass 3: what was accumulated relative to the old maxima, rescaled, plus this block's V^T S.
     if (j0 > 0) w.acc_vq.array().rowwise() *= w.correction.transpose().array();
     w.acc_vq.noalias() += v.middleRows(j0, b).transpose() * w.s_kq;

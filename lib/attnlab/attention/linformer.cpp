@@ -127,7 +127,7 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const Mat<T>& s = ekfv[static_cast<std::size_t>(h)];
     Mat<T> p_pq = s.leftCols(d) * (q[h].middleRows(i0, b).transpose() * scale);
-    const Vec<T> sums = detail::exp_columns(p_pq);
+    const Vec<T> sums = exp_columns_inplace(p_pq);
     out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * (p_pq.transpose() * s.rightCols(dv));
   });
   return out;

@@ -149,7 +149,7 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
   const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
     Mat<T> s_kl = k[h].middleRows(j0, b) * ql_dm[static_cast<std::size_t>(h)];  // (b, m): landmark per column
     const Vec<T> block_max = s_kl.colwise().maxCoeff().transpose();
-    const Vec<T> sums = detail::exp_columns(s_kl);
+    const Vec<T> sums = exp_columns_inplace(s_kl);
     Mat<T> s(m, dv + 2);
     s.leftCols(dv).noalias() = s_kl.transpose() * v[h].middleRows(j0, b);
     s.col(dv) = block_max;
@@ -179,7 +179,7 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const auto i = static_cast<std::size_t>(h);
     Mat<T> f_lq = kl[i] * (q[h].middleRows(i0, b).transpose() * scale);
-    const Vec<T> sums = detail::exp_columns(f_lq);
+    const Vec<T> sums = exp_columns_inplace(f_lq);
     out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * (f_lq.transpose() * w[i]);
   });
   return out;

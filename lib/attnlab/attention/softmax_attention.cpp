@@ -38,9 +38,7 @@ Mat<T> softmax_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
   // largest term is exactly 1, so the sum is >= 1), exponentiate, divide by the sum.
   for (Eigen::Index i = 0; i < p_kq.cols(); ++i) {
     auto col = p_kq.col(i);
-    const T col_max = col.maxCoeff();
-    col = (col.array() - col_max).exp().matrix();
-    col /= col.sum();
+    col /= exp_shifted_inplace(col, col.maxCoeff());
   }
   // pass 3: the weighted average of the values.
   return p_kq.transpose() * v;

@@ -7,6 +7,7 @@
 
 #include "attnlab/core/attention_check.hpp"
 #include "attnlab/core/head_stack_map.hpp"
+#include "attnlab/core/softmax.hpp"
 
 namespace attnlab {
 
@@ -31,18 +32,12 @@ Mat<T> streaming_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Ei
     const Eigen::Index b = std::min(key_block, n_k - j0);
     // pass 1: this block's scaled logits.
     s_bq.noalias() = (k.middleRows(j0, b) * q.transpose()) * scale;
-    for (Eigen::Index i = 0; i < n_q; ++i) {
-      auto s = s_bq.col(i);
-      // pass 2: the new running maximum. Every exponent below is taken relative to it, so
-      // exp() never overflows; on the first block m_q = -inf gives correction exp(-inf) = 0,
-      // applied to an accumulator that is still zero.
-      const T m_new = std::max(m_q(i), s.maxCoeff());
-      correction(i) = std::exp(m_q(i) - m_new);
-      s = (s.array() - m_new).exp().matrix();
-      // pass 3: rescale what was summed relative to the old maximum, then add this block.
-      l_q(i) = l_q(i) * correction(i) + s.sum();
-      m_q(i) = m_new;
-    }
+    // pass 2: per query, the new running maximum; the block's exponentials relative to it (exp()
+    // never overflows) and the normaliser rescaled by the correction, then this block's sum added.
+    // On the first block m_q = -inf gives correction exp(-inf) = 0, applied to an accumulator that
+    // is still zero.
+    online_softmax_block(s_bq, m_q, l_q, correction);
+    // pass 3: rescale what was accumulated relative to the old maxima, then add this block.
     acc_vq = acc_vq * correction.asDiagonal();
     acc_vq.noalias() += v.middleRows(j0, b).transpose() * s_bq;
   }

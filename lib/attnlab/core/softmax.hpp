@@ -1,7 +1,8 @@
-// Row-wise softmax, numerically stable for logits of any size.
+// Softmax, numerically stable for logits of any size: by rows, by columns, and block by block (online).
 #pragma once
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 
 namespace attnlab {
@@ -23,6 +24,47 @@ void softmax_rows_inplace(Eigen::MatrixBase<Derived>& logits) {
       sum += e;
     }
     logits.row(i) /= sum;
+  }
+}
+
+// x = exp(x - shift) in place, by Eigen's vectorised exp; returns the sum of the new entries. With
+// shift = max(x) ("subtract the max, then exp") every exponent is <= 0 and the largest term is exactly
+// 1, so the sum is >= 1. The column softmaxes of the attention kernels are written with it (the row
+// softmax above stays scalar: its std::exp and Eigen's vectorised exp may differ in the last bit).
+template <typename Derived>
+typename Derived::Scalar exp_shifted_inplace(Eigen::MatrixBase<Derived>& x, typename Derived::Scalar shift) {
+  x = (x.array() - shift).exp().matrix();
+  return x.sum();
+}
+
+// exp(s - column max) in place for each column of s (a column softmax left unnormalised, so that the
+// division can go on a smaller product that follows); returns the column sums, each >= 1.
+template <typename Derived>
+Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> exp_columns_inplace(Eigen::MatrixBase<Derived>& s) {
+  Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> sums(s.cols());
+  for (Eigen::Index c = 0; c < s.cols(); ++c) {
+    auto col = s.col(c);
+    sums(c) = exp_shifted_inplace(col, col.maxCoeff());
+  }
+  return sums;
+}
+
+// One block of keys of the online softmax (Milakov & Gimelshein 2018; FlashAttention), for every
+// query: s holds the block's logits, keys down the columns (one column per query); m and l are each
+// query's running maximum and normaliser (-inf and 0 before the first block). Per query: the new
+// maximum m' = max(m, max s), correction = exp(m - m') (the factor for what was summed relative to
+// m; exp(-inf) = 0 on the first block), s = exp(s - m') (never overflows), l = l correction + sum s.
+template <typename DerivedS, typename DerivedV>
+void online_softmax_block(Eigen::MatrixBase<DerivedS>& s, Eigen::MatrixBase<DerivedV>& m,
+                          Eigen::MatrixBase<DerivedV>& l, Eigen::MatrixBase<DerivedV>& correction) {
+  using T = typename DerivedS::Scalar;
+  for (Eigen::Index i = 0; i < s.cols(); ++i) {
+    auto col = s.col(i);
+    const T m_new = std::max(m(i), col.maxCoeff());
+    correction(i) = std::exp(m(i) - m_new);
+    const T sum = exp_shifted_inplace(col, m_new);
+    l(i) = l(i) * correction(i) + sum;
+    m(i) = m_new;
   }
 }
 
