@@ -19,7 +19,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERDICTS = {"holds", "fails", "conditional", "inconclusive", "untested"}
 
 
-def check(results):
+def check(results, bin_dir):
     """Every problem found in results/REPORT.md, as a list of messages (empty when the report is sound)."""
     problems = []
     report_path = os.path.join(results, "REPORT.md")
@@ -46,17 +46,22 @@ def check(results):
             problems.append(f"{cid}: no row in the summary table")
         if not re.search(rf"^### {re.escape(cid)}$", report, re.M):
             problems.append(f"{cid}: no section")
+        exe = row.get("experiment", "")  # provenance: the experiment that wrote the row, an executable of this build
+        if not exe:
+            problems.append(f"{cid}: the row names no experiment")
+        elif not os.path.isfile(os.path.join(bin_dir, exe)):
+            problems.append(f"{cid}: experiment '{exe}' is not an executable in {bin_dir}")
         if row["verdict"] == "untested":
             continue
-        # Relative to the repository root, or absolute for a run outside it; either way it must name the file
-        # in its final place (not the staging directory the run wrote into).
+        # Provenance (issue 13): evidence relative to the ledger, i.e. a file beside claims.csv in this results
+        # directory.
         ev = row["evidence"]
         if not ev:
             problems.append(f"{cid}: {row['verdict']} but no evidence recorded")
-        elif not os.path.isfile(ev if os.path.isabs(ev) else os.path.join(REPO, ev)):
-            problems.append(f"{cid}: evidence '{ev}' does not exist")
-        elif os.path.dirname(os.path.realpath(ev if os.path.isabs(ev) else os.path.join(REPO, ev))) != os.path.realpath(results):
-            problems.append(f"{cid}: evidence '{ev}' lies outside {results}")
+        elif os.path.isabs(ev) or ev.split("/")[0] == "..":
+            problems.append(f"{cid}: evidence '{ev}' is not relative to the ledger's directory")
+        elif not os.path.isfile(os.path.join(results, ev)):
+            problems.append(f"{cid}: evidence '{ev}' does not exist in {results}")
     if "Evidence: **missing**" in report:
         problems.append("the report marks some evidence as missing")
 
@@ -96,7 +101,7 @@ def main():
     print("running:", "REPORT=1", " ".join(cmd), flush=True)
     if subprocess.run(cmd, env=env, cwd=REPO).returncode != 0:
         sys.exit(f"check_report: the quick run failed (kept {tmp})")
-    problems = check(results)
+    problems = check(results, args.bin)
     if problems:
         print(f"check_report: {len(problems)} problem(s) in {results}/REPORT.md:")
         for p in problems:

@@ -133,28 +133,11 @@ def run_context(args):
 
 
 def resolve_evidence(path, results):
-    """The ledger holds a repository-relative path, or an absolute one for scratch runs; a results directory
-    that was moved (staging -> results) still holds the file under the same name, so fall back to that."""
+    """The ledger names each evidence table relative to its own directory (the tables sit beside claims.csv)."""
     if not path:
         return None
-    cands = [path if os.path.isabs(path) else os.path.join(REPO, path), os.path.join(results, os.path.basename(path))]
-    for c in cands[::-1]:  # prefer the copy inside this results directory
-        if os.path.isfile(c):
-            return c
-    return None
-
-
-def experiment_for(csv_name, spec):
-    """Which executable writes csv_name: the spec's table first, else the experiment source that names the file."""
-    exe = spec.get("experiments", {}).get(csv_name)
-    if exe:
-        return exe
-    src_dir = os.path.join(REPO, "experiments")
-    if os.path.isdir(src_dir):
-        for f in sorted(os.listdir(src_dir)):
-            if f.endswith(".cpp") and f'"{csv_name}"' in open(os.path.join(src_dir, f), encoding="utf-8").read():
-                return f[:-4]
-    return None
+    c = os.path.join(results, path)
+    return c if os.path.isfile(c) else None
 
 
 def describe_table(rows):
@@ -659,10 +642,7 @@ def main():
                 w(f"![{md_escape(alt)}](figures/{fig['name']}.svg)\n")
                 if fig.get("caption") or notes:
                     w("*" + md_escape(" ".join([fig.get("caption", "")] + [n + "." for n in notes]).strip()) + "*\n")
-            exes = []
-            if ev:
-                exes.append(experiment_for(os.path.basename(ev), spec))
-            exes = [e for e in exes if e]
+            exes = [r["experiment"]] if r.get("experiment") else []  # provenance: the row names its writer
             if exes:
                 w("**Reproduce:** " + ", ".join(f"`build/bin/{e}{seed_flag}{quick_flag} --out results`" for e in exes)
                   + " (after `make build`), then `python3 tools/make_report.py --results results"

@@ -42,7 +42,7 @@ bool one_line_naming(const RunResult& r, const std::string& what) {
 
 TEST_CASE("a quick run refuses a directory holding a full run's ledger, and a full run a quick directory") {
   ScratchDir full, quick;
-  const std::string ledger = "id,source,verdict,metric,observed,threshold,evidence,note\n";
+  const std::string ledger = "id,source,verdict,metric,observed,threshold,evidence,note,experiment\n";
   std::ofstream(full.path() / "claims.csv") << ledger;
   const auto r = run_binary(kExperiment, {"--quick", "--out", full.path().string()});
   INFO(r.output);

@@ -122,7 +122,7 @@ TEST_CASE("incomplete, inconsistent or malformed given inputs are usage errors")
 TEST_CASE("a run on given inputs refuses an --out that holds the claims ledger") {
   ScratchDir in, out;
   write_inputs(in.path());
-  std::ofstream(out.path() / "claims.csv") << "id,source,verdict,metric,observed,threshold,evidence,note\n";
+  std::ofstream(out.path() / "claims.csv") << "id,source,verdict,metric,observed,threshold,evidence,note,experiment\n";
   const auto r = run_binary("exp_qk_spectrum",
                             {"--quick", "--wq", p(in, "wq.npy"), "--wk", p(in, "wk.npy"), "--out", out.path().string()});
   INFO(r.output);

@@ -59,6 +59,12 @@ void validate(const ClaimRow& r) {
   const bool untested = r.verdict == Verdict::untested;
   if (!untested && r.evidence.empty())
     throw std::invalid_argument("ledger: " + r.id + " has a measured verdict but no evidence file");
+  // Provenance (issue 13): the evidence sits beside the ledger, so results/ can move as a whole.
+  const std::filesystem::path ev(r.evidence);
+  if (ev.is_absolute() || (!ev.empty() && *ev.lexically_normal().begin() == ".."))
+    throw std::invalid_argument("ledger: " + r.id + "'s evidence '" + r.evidence +
+                                "' is not a path inside the ledger's directory");
+  if (r.experiment.empty()) throw std::invalid_argument("ledger: " + r.id + " names no experiment");
   if ((r.verdict == Verdict::conditional || r.verdict == Verdict::inconclusive || untested) && r.note.empty())
     throw std::invalid_argument("ledger: " + r.id + " is " + to_string(r.verdict) + " without a note");
   if (!untested && (!r.observed || !r.threshold))
@@ -81,12 +87,12 @@ std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file) {
   std::vector<ClaimRow> out;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const auto& f = rows[i];
-    if (f.size() != 8)
+    if (f.size() != 9)
       throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + " has " +
-                               std::to_string(f.size()) + " fields, expected 8");
+                               std::to_string(f.size()) + " fields, expected 9");
     try {
       out.push_back({f[0], f[1], verdict_from_string(f[2]), f[3], parse_optional_number(f[4], "observed"),
-                     parse_optional_number(f[5], "threshold"), f[6], f[7]});
+                     parse_optional_number(f[5], "threshold"), f[6], f[7], f[8]});
     } catch (const std::exception& e) {
       throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + ": " + e.what());
     }
@@ -111,7 +117,7 @@ void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vect
   for (const auto& r : merged) {
     text += quote_field(r.id) + ',' + quote_field(r.source) + ',' + to_string(r.verdict) + ',' +
             quote_field(r.metric) + ',' + number(r.observed) + ',' + number(r.threshold) + ',' +
-            quote_field(r.evidence) + ',' + quote_field(r.note) + '\n';
+            quote_field(r.evidence) + ',' + quote_field(r.note) + ',' + quote_field(r.experiment) + '\n';
   }
   write_file_atomically(ledger_file, text);
 }

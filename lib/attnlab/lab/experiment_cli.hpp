@@ -71,11 +71,11 @@ class ExperimentCli {
 
   // Writes `table` to <out>/<file> with the `inputs` column appended.
   void write_table(const CsvTable& table, const std::string& file) const;
-  // Merges `rows` into the ledger, unless the run used given inputs: a verdict is about our
-  // sweep, and the user's data yields a report about that data only.
+  // Merges `rows` into the ledger, each row naming this experiment, unless the run used given inputs: a
+  // verdict is about our sweep, and the user's data yields a report about that data only.
   void write_claims(const std::vector<ClaimRow>& rows) const;
 
-  // <out>/<file>, and the same path relative to the repository root for the ledger.
+  // <out>/<file>, and the same path relative to the ledger (which lives in <out>), for its evidence column.
   std::filesystem::path output_path(const std::string& file) const;
   std::string evidence_path(const std::string& file) const;
   std::filesystem::path ledger_path() const { return options_.out / "claims.csv"; }
