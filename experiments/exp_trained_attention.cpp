@@ -346,9 +346,7 @@ int main(int argc, char** argv) {
                    dir.string(), trained->config().attention.method, symmetric->config().attention.method);
         return kExitUsage;
       }
-      // Named relative to the ledger (beside it in --out), as the evidence is.
-      origin = fmt::format("checkpoints {} (exp_vit_training, seed {}, {} steps)", cli.evidence_path("checkpoints"),
-                           trained->config().seed,
+      origin = fmt::format("checkpoints {} (exp_vit_training, seed {}, {} steps)", dir.string(), trained->config().seed,
                            read_checkpoint_info(dir / "exact").step);
     }
   } catch (const CheckpointError& e) {

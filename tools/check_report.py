@@ -53,15 +53,15 @@ def check(results, bin_dir):
             problems.append(f"{cid}: experiment '{exe}' is not an executable in {bin_dir}")
         if row["verdict"] == "untested":
             continue
-        # Provenance (issue 13): evidence relative to the ledger, i.e. a file beside claims.csv in this results
-        # directory.
+        # Relative to the repository root, or absolute for a run outside it; either way it must name the file
+        # in its final place (not the staging directory the run wrote into).
         ev = row["evidence"]
         if not ev:
             problems.append(f"{cid}: {row['verdict']} but no evidence recorded")
-        elif os.path.isabs(ev) or ev.split("/")[0] == "..":
-            problems.append(f"{cid}: evidence '{ev}' is not relative to the ledger's directory")
-        elif not os.path.isfile(os.path.join(results, ev)):
-            problems.append(f"{cid}: evidence '{ev}' does not exist in {results}")
+        elif not os.path.isfile(ev if os.path.isabs(ev) else os.path.join(REPO, ev)):
+            problems.append(f"{cid}: evidence '{ev}' does not exist")
+        elif os.path.dirname(os.path.realpath(ev if os.path.isabs(ev) else os.path.join(REPO, ev))) != os.path.realpath(results):
+            problems.append(f"{cid}: evidence '{ev}' lies outside {results}")
     if "Evidence: **missing**" in report:
         problems.append("the report marks some evidence as missing")
 

@@ -133,11 +133,15 @@ def run_context(args):
 
 
 def resolve_evidence(path, results):
-    """The ledger names each evidence table relative to its own directory (the tables sit beside claims.csv)."""
+    """The ledger holds a repository-relative path, or an absolute one for scratch runs; a results directory
+    that was moved (staging -> results) still holds the file under the same name, so fall back to that."""
     if not path:
         return None
-    c = os.path.join(results, path)
-    return c if os.path.isfile(c) else None
+    cands = [path if os.path.isabs(path) else os.path.join(REPO, path), os.path.join(results, os.path.basename(path))]
+    for c in cands[::-1]:  # prefer the copy inside this results directory
+        if os.path.isfile(c):
+            return c
+    return None
 
 
 def describe_table(rows):

@@ -60,7 +60,7 @@ TEST_CASE("experiment quick run: schema, ledger and reproducibility across threa
     CHECK(!row.source.empty());
     CHECK(row.experiment == name);  // provenance: the row names the experiment that wrote it
     if (row.verdict != Verdict::untested) {
-      CHECK(std::filesystem::exists(one.path() / row.evidence));  // relative to the ledger's directory
+      CHECK(std::filesystem::exists(row.evidence));
       CHECK(row.observed.has_value());
     }
   }

@@ -21,7 +21,7 @@ struct ClaimRow {
   std::string metric;                // what `observed` measures, with its unit
   std::optional<double> observed;    // empty only for an untested claim
   std::optional<double> threshold;   // the bound fixed before the run
-  std::string evidence;              // evidence CSV, relative to the ledger's directory (beside claims.csv)
+  std::string evidence;              // evidence CSV, relative to the repository root
   std::string note;                  // condition of a conditional verdict, intervals of an inconclusive one, reason of an untested one
   std::string experiment = {};       // the executable that wrote the row (bin/<experiment>); ExperimentCli fills it in
 };
@@ -38,9 +38,8 @@ std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file);
 
 // Replaces the rows whose ids appear in `rows` and keeps every other row, then writes
 // the ledger sorted by id, atomically. Throws std::invalid_argument on a row that breaks
-// the ledger's rules (duplicate id, a verdict without evidence, an evidence path that is absolute or
-// leaves the ledger's directory, a row naming no experiment, a conditional or inconclusive or untested
-// verdict without a note, a non-finite number).
+// the ledger's rules (duplicate id, a verdict without evidence, a row naming no experiment, a conditional
+// or inconclusive or untested verdict without a note, a non-finite number).
 void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vector<ClaimRow>& rows);
 
 }  // namespace attnlab

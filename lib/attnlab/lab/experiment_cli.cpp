@@ -175,10 +175,14 @@ void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
 
 std::filesystem::path ExperimentCli::output_path(const std::string& file) const { return options_.out / file; }
 
-// The ledger sits in --out beside the tables, so a table's path relative to the ledger is its name there:
-// the ledger stays valid when the directory moves (staging -> results, a clone elsewhere).
 std::string ExperimentCli::evidence_path(const std::string& file) const {
-  return std::filesystem::path(file).lexically_normal().generic_string();
+  namespace fs = std::filesystem;
+  const fs::path full = fs::weakly_canonical(fs::absolute(options_.out / file));
+  const fs::path root = fs::weakly_canonical(fs::path(ATTNLAB_SOURCE_DIR));
+  const fs::path rel = full.lexically_relative(root);
+  // Inside the repository the ledger holds a relative path; elsewhere (a scratch run) the full one.
+  if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
+  return full.generic_string();
 }
 
 int run_experiment(const std::string& name, const std::function<void()>& body) {

@@ -75,7 +75,7 @@ class ExperimentCli {
   // verdict is about our sweep, and the user's data yields a report about that data only.
   void write_claims(const std::vector<ClaimRow>& rows) const;
 
-  // <out>/<file>, and the same path relative to the ledger (which lives in <out>), for its evidence column.
+  // <out>/<file>, and the same path relative to the repository root for the ledger.
   std::filesystem::path output_path(const std::string& file) const;
   std::string evidence_path(const std::string& file) const;
   std::filesystem::path ledger_path() const { return options_.out / "claims.csv"; }
