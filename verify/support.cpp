@@ -1,11 +1,18 @@
-// Helpers shared by the checks: scratch directories and running executables.
+// Helpers shared by the checks: scratch directories, running executables, ratio checks, the seed and
+// repeat overrides, skips.
 #include "support.hpp"
 
 #include "attnlab/lab/subprocess.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
@@ -42,5 +49,88 @@ std::string read_text(const std::filesystem::path& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+bool RatioJudgement::holds() const {
+  if (std::isnan(ratio) || std::isnan(threshold)) return false;
+  switch (bound) {
+    case RatioBound::lt: return ratio < threshold;
+    case RatioBound::le: return ratio <= threshold;
+    case RatioBound::gt: return ratio > threshold;
+    case RatioBound::ge: return ratio >= threshold;
+  }
+  return false;
+}
+
+std::ostream& operator<<(std::ostream& os, const RatioJudgement& j) {
+  std::ostringstream s;
+  s << std::setprecision(4) << j.what << ": ratio " << j.ratio;
+  if (std::isnan(j.ratio)) {
+    s << " is not a number (threshold " << j.threshold << ")";
+  } else {
+    // The relation that actually holds, so a failure reads "41.2 > threshold 30".
+    const char* rel = j.ratio < j.threshold ? " < " : j.ratio > j.threshold ? " > " : j.ratio == j.threshold ? " == " : " ? ";
+    s << rel << "threshold " << j.threshold;
+  }
+  return os << s.str();
+}
+
+namespace {
+
+// A decimal integer in [lo, hi], digits only (no sign, no blanks); std::nullopt otherwise.
+std::optional<std::uint64_t> parse_decimal(std::string_view text, std::uint64_t lo, std::uint64_t hi) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+int g_skipped = 0;
+
+}  // namespace
+
+TestEnvironment parse_test_environment(const char* seed, const char* repeat) {
+  TestEnvironment env;
+  if (seed != nullptr) {
+    const auto v = parse_decimal(seed, 0, std::numeric_limits<std::uint64_t>::max());
+    if (!v)
+      throw std::invalid_argument("ATTNLAB_TEST_SEED='" + std::string(seed) +
+                                  "' is not a seed: expected a decimal integer in [0, 18446744073709551615]");
+    env.seed = *v;
+  }
+  if (repeat != nullptr) {
+    const auto v = parse_decimal(repeat, 1, 1000000);
+    if (!v)
+      throw std::invalid_argument("ATTNLAB_TEST_REPEAT='" + std::string(repeat) +
+                                  "' is not a repeat count: expected a decimal integer in [1, 1000000]");
+    env.repeat = static_cast<int>(*v);
+  }
+  return env;
+}
+
+const TestEnvironment& test_environment() {
+  static const TestEnvironment env = [] {
+    try {
+      return parse_test_environment(std::getenv("ATTNLAB_TEST_SEED"), std::getenv("ATTNLAB_TEST_REPEAT"));
+    } catch (const std::invalid_argument& e) {
+      // stdio, not std::cerr: this may run during static initialisation (a namespace-scope seed).
+      std::fprintf(stderr, "%s\n", e.what());
+      std::exit(2);
+    }
+  }();
+  return env;
+}
+
+std::uint64_t test_seed(std::uint64_t default_seed) { return test_environment().seed.value_or(default_seed); }
+
+int test_repeat(int default_repeat) { return test_environment().repeat.value_or(default_repeat); }
+
+void skip_test(std::string_view reason) {
+  ++g_skipped;
+  std::cout << "SKIPPED: " << reason << std::endl;
+}
+
+int skipped_test_count() { return g_skipped; }
 
 }  // namespace attnlab::testing

@@ -1,8 +1,15 @@
-// Helpers shared by the checks: scratch directories and running executables.
+// Helpers shared by the checks: scratch directories, running executables, ratio checks that print
+// the ratio, seed and repeat overrides from the environment, and a skip that reaches ctest.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <cstdint>
 #include <filesystem>
+#include <iosfwd>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attnlab::testing {
@@ -32,4 +39,69 @@ RunResult run_binary(const std::string& name, const std::vector<std::string>& ar
 
 std::string read_text(const std::filesystem::path& path);
 
+// ---- Ratio checks ----------------------------------------------------------------------------------
+// A unitless scaled ratio (LAPACK's ||r|| / (n ||A|| eps), a finite-difference ratio) judged against its
+// threshold in one direction: lt passes when ratio < threshold, le when <=, gt when >, ge when >=.
+// A NaN ratio (or threshold) fails every direction.
+enum class RatioBound { lt, le, gt, ge };
+
+struct RatioJudgement {
+  double ratio;
+  double threshold;
+  RatioBound bound;
+  std::string what;
+  bool holds() const;
+};
+
+// "what: ratio 41.2 > threshold 30" (the relation that holds between the two numbers), or
+// "what: ratio nan is not a number (threshold 30)".
+std::ostream& operator<<(std::ostream& os, const RatioJudgement& j);
+
+// ---- Seed and repeat overrides (in the manner of Eigen's EIGEN_SEED and EIGEN_REPEAT) --------------
+// ATTNLAB_TEST_SEED: the base seed of every check that draws random inputs (a decimal integer in
+// [0, 2^64 - 1]); unset, each check keeps its own default. ATTNLAB_TEST_REPEAT: how many random
+// repeats each repeated loop runs (a decimal integer in [1, 1000000]); unset, each keeps its own count.
+struct TestEnvironment {
+  std::optional<std::uint64_t> seed;
+  std::optional<int> repeat;
+};
+
+// Parses the two variables' values (nullptr: unset). Throws std::invalid_argument with one line naming
+// the variable and its bad value.
+TestEnvironment parse_test_environment(const char* seed, const char* repeat);
+
+// The process's environment, read and validated once (the first call). On a bad value: the one line on
+// stderr and exit status 2 (the runner's main() calls this before any check runs).
+const TestEnvironment& test_environment();
+
+// ATTNLAB_TEST_SEED when set, else `default_seed` (the seed the check has always used).
+std::uint64_t test_seed(std::uint64_t default_seed);
+// ATTNLAB_TEST_REPEAT when set, else `default_repeat` (the count the loop has always run).
+int test_repeat(int default_repeat);
+
+// ---- Skips that reach ctest -------------------------------------------------------------------------
+// Marks the running test case as skipped (a prerequisite such as PyTorch is missing) and prints why.
+// The caller returns from the test case. The runner exits 77 (ctest's SKIP_RETURN_CODE, so ctest reports
+// "Not Run") when every test case it ran was skipped and nothing failed.
+void skip_test(std::string_view reason);
+// The number of test cases skip_test() marked.
+int skipped_test_count();
+
 }  // namespace attnlab::testing
+
+// ATTNLAB_CHECK_RATIO_LE(ratio, threshold, what) and its lt/gt/ge and REQUIRE forms: the doctest
+// assertion `ratio <= threshold`, printing "what: ratio 41.2 > threshold 30" when it fails.
+#define ATTNLAB_RATIO_ASSERT_(ASSERT, BOUND, ratio, threshold, what)                                            \
+  do {                                                                                                         \
+    const ::attnlab::testing::RatioJudgement attnlab_ratio_{static_cast<double>(ratio),                        \
+                                                            static_cast<double>(threshold),                    \
+                                                            ::attnlab::testing::RatioBound::BOUND, (what)};    \
+    DOCTEST_INFO(attnlab_ratio_);                                                                              \
+    ASSERT(attnlab_ratio_.holds());                                                                            \
+  } while (false)
+#define ATTNLAB_CHECK_RATIO_LT(ratio, threshold, what) ATTNLAB_RATIO_ASSERT_(DOCTEST_CHECK, lt, ratio, threshold, what)
+#define ATTNLAB_CHECK_RATIO_LE(ratio, threshold, what) ATTNLAB_RATIO_ASSERT_(DOCTEST_CHECK, le, ratio, threshold, what)
+#define ATTNLAB_CHECK_RATIO_GT(ratio, threshold, what) ATTNLAB_RATIO_ASSERT_(DOCTEST_CHECK, gt, ratio, threshold, what)
+#define ATTNLAB_CHECK_RATIO_GE(ratio, threshold, what) ATTNLAB_RATIO_ASSERT_(DOCTEST_CHECK, ge, ratio, threshold, what)
+#define ATTNLAB_REQUIRE_RATIO_LT(ratio, threshold, what) ATTNLAB_RATIO_ASSERT_(DOCTEST_REQUIRE, lt, ratio, threshold, what)
+#define ATTNLAB_REQUIRE_RATIO_LE(ratio, threshold, what) ATTNLAB_RATIO_ASSERT_(DOCTEST_REQUIRE, le, ratio, threshold, what)
