@@ -14,6 +14,7 @@
 #include "attnlab/model/vit_copy.hpp"
 #include "attnlab/theory/weighted_lowrank.hpp"
 #include "model_test_support.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;
@@ -71,22 +72,25 @@ TEST_CASE("StackedInput: Z* and the closed form without B equal the dense X^+ B 
       const double kappa = s(0) / s(fast.rank() - 1), xp2 = 1 / (s(fast.rank() - 1) * s(fast.rank() - 1));
       const double unit = static_cast<double>(n * images) * kEps * xp2 * b.norm() * kappa;
       const M z_dense = unconstrained_minimiser(b, x);
-      CHECK((fast.z_star(k, sign, m) - z_dense).norm() / unit < 30);
+      ATTNLAB_CHECK_RATIO_LT((fast.z_star(k, sign, m) - z_dense).norm() / unit, 30, "Z* against the dense minimiser");
       // The ratio can fail: Z* for the other sign is off by 2 ||X^+ G X^+T||.
-      CHECK((fast.z_star(k, -sign, m) - z_dense).norm() / unit > 30);
+      ATTNLAB_CHECK_RATIO_GT((fast.z_star(k, -sign, m) - z_dense).norm() / unit, 30, "Z* of the other sign against the dense minimiser");
       // The closed form: the same product as closed_form_lowrank's, and its predicted minimum attained.
       const ClosedFormLowRank cf = closed_form_lowrank(b, x, r);
       const LowRankFactors f = fast.closed_form(k, sign, m, r);
       CHECK(f.left.cols() == r);
-      CHECK((f.product() - cf.factors.product()).norm() / (unit * b.norm() * xp2) < 30);
+      ATTNLAB_CHECK_RATIO_LT((f.product() - cf.factors.product()).norm() / (unit * b.norm() * xp2), 30,
+                             "closed form against closed_form_lowrank");
       CHECK(lowrank_objective<double>(b, x, f.product()) == doctest::Approx(cf.predicted_minimum()).epsilon(1e-10).scale(b.squaredNorm()));
       // The recipe arm: the truncated SVD of that Z*.
       const GrowthArm arm = sign > 0 ? GrowthArm::recipe : GrowthArm::descent;
       const LowRankFactors rec = grown_head_factors(fast, g, m, arm, r);
-      CHECK((rec.product() - recipe_lowrank(b, x, r).product()).norm() / (unit * b.norm() * xp2) < 30);
+      ATTNLAB_CHECK_RATIO_LT((rec.product() - recipe_lowrank(b, x, r).product()).norm() / (unit * b.norm() * xp2), 30,
+                             "grown head against recipe_lowrank");
       if (sign < 0) {
         const LowRankFactors cfa = grown_head_factors(fast, g, m, GrowthArm::closed_form, r);
-        CHECK((cfa.product() - cf.factors.product()).norm() / (unit * b.norm() * xp2) < 30);
+        ATTNLAB_CHECK_RATIO_LT((cfa.product() - cf.factors.product()).norm() / (unit * b.norm() * xp2), 30,
+                               "closed-form arm against closed_form_lowrank");
       }
     }
   // Bad input: no bias column, rows that are not images of n.

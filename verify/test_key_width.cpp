@@ -74,16 +74,16 @@ TEST_CASE("multi-head attention with a query/key width other than D / H: backwar
                         V::Zero(heads * dk),    V::Zero(heads * dk),    V::Zero(D),    V::Zero(D)};
     std::vector<M> mg = {M::Zero(1, 1)};
     mha_backward(z, p, method, n, heads, tape, r, dz, g, &mg);
-    CHECK(fd_ratio(z, dz, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.Wq, g.Wq, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.Wk, g.Wk, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.Wv, g.Wv, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.Wo, g.Wo, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.bq, g.bq, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.bk, g.bk, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.bv, g.bv, loss) < kFdTolerance);
-    CHECK(fd_ratio(p.bo, g.bo, loss) < kFdTolerance);
-    CHECK(fd_ratio(*method.parameters()[0], mg[0], loss) < kFdTolerance);
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(z, dz, loss), kFdTolerance, "dL/dz");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wq, g.Wq, loss), kFdTolerance, "dL/dWq");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wk, g.Wk, loss), kFdTolerance, "dL/dWk");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wv, g.Wv, loss), kFdTolerance, "dL/dWv");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wo, g.Wo, loss), kFdTolerance, "dL/dWo");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bq, g.bq, loss), kFdTolerance, "dL/dbq");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bk, g.bk, loss), kFdTolerance, "dL/dbk");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bv, g.bv, loss), kFdTolerance, "dL/dbv");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bo, g.bo, loss), kFdTolerance, "dL/dbo");
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(*method.parameters()[0], mg[0], loss), kFdTolerance, "dL/d(the method's parameter)");
   }
   // Query and key widths that do not split into the heads, or differ, are refused.
   MhaParams<double> bad{M::Zero(D, 3), M::Zero(D, 3), M::Zero(D, D), M::Zero(D, D), V::Zero(3), V::Zero(3), V::Zero(D), V::Zero(D)};
@@ -123,7 +123,7 @@ TEST_CASE("ViT with key_width 2 (D 8, H 2), exact attention: one model step agai
     INFO(params[i].name);
     CHECK(params[i].size() == grads[i].size());
     const auto sample = sample_entries(params[i].size(), 8, rng);
-    CHECK(fd_ratio(params[i].data, grads[i].data, params[i].size(), loss, sample) < kFdTolerance);
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(params[i].data, grads[i].data, params[i].size(), loss, sample), kFdTolerance, "dL/d" + params[i].name);
   }
   ViTConfig negative = tiny(1, -1, "exact");
   CHECK_THROWS_WITH_AS(ViT<double>(negative, library_factory<double>()), doctest::Contains("key_width (= -1)"),

@@ -6,6 +6,7 @@
 #include "attention_test_support.hpp"
 #include "attnlab/attention/linear_attention.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;
@@ -82,7 +83,8 @@ TEST_CASE("the association (Q K^T) V = Q (K^T V) holds to rounding (scaled resid
     const Eigen::MatrixXd b = unnormalised_attention_linear(in.q, in.k, in.v);
     // Both are backward stable products of three factors: the residual is O((n + d) eps ||Q|| ||K|| ||V||).
     const double scale = in.q.norm() * in.k.norm() * in.v.norm() / 5.0;
-    CHECK(residual_ratio<double>((a - b).norm(), static_cast<double>(n + 5), scale) < kResidualRatioThreshold);
+    ATTNLAB_CHECK_RATIO_LT(residual_ratio<double>((a - b).norm(), static_cast<double>(n + 5), scale),
+                           kResidualRatioThreshold, "(Q K^T) V against Q (K^T V)");
   }
 }
 

@@ -9,6 +9,7 @@
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/softmax.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 
@@ -42,11 +43,13 @@ void check_identity_reduction() {
     // order; softmax is backward stable and rows of P are convex weights, so the output
     // error is within c n eps ||V|| (ratio against the LAPACK threshold).
     const double diff = (linformer_attention(q, k, v, proj) - direct_attention(q, k, v)).template cast<double>().norm();
-    CHECK(residual_ratio<T>(diff, static_cast<double>(n), static_cast<double>(v.norm())) < kResidualRatioThreshold);
+    ATTNLAB_CHECK_RATIO_LT(residual_ratio<T>(diff, static_cast<double>(n), static_cast<double>(v.norm())),
+                           kResidualRatioThreshold, "linformer with E = F = I against the formula");
     // The row-blocked reference against the formula (n up to 67 spans one block; n = 600 below spans three).
     const double diff_ref =
         (linformer_reference_attention(q, k, v) - direct_attention(q, k, v)).template cast<double>().norm();
-    CHECK(residual_ratio<T>(diff_ref, static_cast<double>(n), static_cast<double>(v.norm())) < kResidualRatioThreshold);
+    ATTNLAB_CHECK_RATIO_LT(residual_ratio<T>(diff_ref, static_cast<double>(n), static_cast<double>(v.norm())),
+                           kResidualRatioThreshold, "row-blocked reference against the formula");
   }
 }
 
@@ -63,7 +66,8 @@ TEST_CASE("linformer: row-blocked reference matches the full formula across bloc
   const Eigen::Index n = 600, d = 8;
   const Mat<double> q = gaussian_matrix(n, d, rng), k = gaussian_matrix(n, d, rng), v = gaussian_matrix(n, d, rng);
   const double diff = (linformer_reference_attention(q, k, v) - direct_attention(q, k, v)).norm();
-  CHECK(residual_ratio<double>(diff, n, v.norm()) < kResidualRatioThreshold);
+  ATTNLAB_CHECK_RATIO_LT(residual_ratio<double>(diff, n, v.norm()), kResidualRatioThreshold,
+                         "row-blocked reference against the formula");
 }
 
 TEST_CASE("linformer: float kernel agrees with the double kernel on the same projections") {
@@ -80,8 +84,8 @@ TEST_CASE("linformer: float kernel agrees with the double kernel on the same pro
     // Float rounding of inputs and every product: error within c n eps_float times the output's
     // natural scale ||P~|| ||F V|| <= ||F V||_F (rows of P~ are convex weights, logits are O(1)).
     const double scale = (proj.f * v).norm();
-    CHECK(residual_ratio<float>((got.cast<double>() - ref).norm(), static_cast<double>(n), scale) <
-          kResidualRatioThreshold);
+    ATTNLAB_CHECK_RATIO_LT(residual_ratio<float>((got.cast<double>() - ref).norm(), static_cast<double>(n), scale),
+                           kResidualRatioThreshold, "float kernel against the double kernel");
   }
 }
 
@@ -183,9 +187,10 @@ TEST_CASE("best rank-r attention: exact at r = n, errors decrease with r, match 
                       v = gaussian_matrix(n, d, rng);
     const BestRankAttention best(q, k, v);
     INFO("n " << n);
-    CHECK(best.reconstruction_ratio() < kResidualRatioThreshold);
+    ATTNLAB_CHECK_RATIO_LT(best.reconstruction_ratio(), kResidualRatioThreshold, "best rank-r reconstruction");
     const Mat<double> exact = softmax_attention_matrix(q, k) * v;
-    CHECK(residual_ratio<double>((best.output(n) - exact).norm(), n, exact.norm()) < kResidualRatioThreshold);
+    ATTNLAB_CHECK_RATIO_LT(residual_ratio<double>((best.output(n) - exact).norm(), n, exact.norm()), kResidualRatioThreshold,
+                           "best rank-n output against exact attention");
     CHECK(best.output_error(n) < 1e-12);
     double previous = std::numeric_limits<double>::infinity();
     for (Eigen::Index r = 0; r <= n; ++r) {

@@ -13,6 +13,7 @@
 #include "attnlab/model/mlp.hpp"
 #include "attnlab/model/patch_embedding.hpp"
 #include "model_test_support.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;
@@ -40,9 +41,9 @@ TEST_CASE("linear backward matches central differences") {
         M dx, dW = M::Zero(in, out);
         V db = V::Zero(out);
         linear_backward(x, W, r, &dx, dW, db);
-        CHECK(fd_ratio(x, dx, loss) < kFdTolerance);
-        CHECK(fd_ratio(W, dW, loss) < kFdTolerance);
-        CHECK(fd_ratio(b, db, loss) < kFdTolerance);
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(x, dx, loss), kFdTolerance, "dL/dx");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(W, dW, loss), kFdTolerance, "dL/dW");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(b, db, loss), kFdTolerance, "dL/db");
       }
 }
 
@@ -60,9 +61,9 @@ TEST_CASE("layernorm backward matches central differences") {
       layernorm_forward(x, gamma, beta, y, tape);
       V dgamma = V::Zero(D), dbeta = V::Zero(D);
       layernorm_backward(r, tape, gamma, dx, dgamma, dbeta);
-      CHECK(fd_ratio(x, dx, loss) < kFdTolerance);
-      CHECK(fd_ratio(gamma, dgamma, loss) < kFdTolerance);
-      CHECK(fd_ratio(beta, dbeta, loss) < kFdTolerance);
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(x, dx, loss), kFdTolerance, "dL/dx");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(gamma, dgamma, loss), kFdTolerance, "dL/dgamma");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(beta, dbeta, loss), kFdTolerance, "dL/dbeta");
     }
 }
 
@@ -80,16 +81,16 @@ TEST_CASE("the finite-difference check fails on a backward that is wrong by one 
   layernorm_forward(x, gamma, beta, y, tape);
   V dgamma = V::Zero(D), dbeta = V::Zero(D);
   layernorm_backward(r, tape, gamma, dx, dgamma, dbeta);
-  REQUIRE(fd_ratio(x, dx, loss) < kFdTolerance);
+  ATTNLAB_REQUIRE_RATIO_LT(fd_ratio(x, dx, loss), kFdTolerance, "dL/dx");
   M wrong = dx;
   Eigen::Index i = 0, j = 0;
   dx.cwiseAbs().maxCoeff(&i, &j);
   wrong(i, j) *= 1.001;
-  CHECK(fd_ratio(x, wrong, loss) > kFdTolerance);
+  ATTNLAB_CHECK_RATIO_GT(fd_ratio(x, wrong, loss), kFdTolerance, "dL/dx with its largest entry off by 0.1%");
   // The backward without the term through the row's standard deviation.
   const V mean_g = r.rowwise().sum() / static_cast<double>(D);
   const M no_std_term = (r.colwise() - mean_g).array().colwise() * tape.rstd.array();
-  CHECK(fd_ratio(x, no_std_term, loss) > kFdTolerance);
+  ATTNLAB_CHECK_RATIO_GT(fd_ratio(x, no_std_term, loss), kFdTolerance, "dL/dx without the standard deviation's term");
 }
 
 TEST_CASE("GELU backward matches central differences, and GELU is the erf form") {
@@ -101,7 +102,7 @@ TEST_CASE("GELU backward matches central differences, and GELU is the erf form")
     M y, dx;
     gelu_forward(x, y);
     gelu_backward(x, r, dx);
-    CHECK(fd_ratio(x, dx, loss) < kFdTolerance);
+    ATTNLAB_CHECK_RATIO_LT(fd_ratio(x, dx, loss), kFdTolerance, "dL/dx");
     for (Eigen::Index k = 0; k < x.size(); ++k)
       CHECK(std::abs(y(k) - 0.5 * x(k) * (1 + std::erf(x(k) / std::sqrt(2.0)))) <= 4e-16 * (1 + std::abs(x(k))));
   }
@@ -160,9 +161,9 @@ TEST_CASE("patch embedding: patch order, overlapping padded windows, and its bac
       M dW = M::Zero(4, D), dpos = M::Zero(n, D);
       V db = V::Zero(D);
       patch_embedding_backward(pp, r, dW, db, dpos);
-      CHECK(fd_ratio(W, dW, loss) < kFdTolerance);
-      CHECK(fd_ratio(b, db, loss) < kFdTolerance);
-      CHECK(fd_ratio(pos, dpos, loss) < kFdTolerance);
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(W, dW, loss), kFdTolerance, "dL/dW");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(b, db, loss), kFdTolerance, "dL/db");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(pos, dpos, loss), kFdTolerance, "dL/dpos");
     }
 }
 
@@ -182,11 +183,11 @@ TEST_CASE("MLP backward matches central differences") {
       mlp_forward(z, p, y, tape);
       MlpParams<double> g{M::Zero(D, Mw), V::Zero(Mw), M::Zero(Mw, D), V::Zero(D)};
       mlp_backward(z, p, tape, r, dz, g);
-      CHECK(fd_ratio(z, dz, loss) < kFdTolerance);
-      CHECK(fd_ratio(p.W1, g.W1, loss) < kFdTolerance);
-      CHECK(fd_ratio(p.b1, g.b1, loss) < kFdTolerance);
-      CHECK(fd_ratio(p.W2, g.W2, loss) < kFdTolerance);
-      CHECK(fd_ratio(p.b2, g.b2, loss) < kFdTolerance);
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(z, dz, loss), kFdTolerance, "dL/dz");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.W1, g.W1, loss), kFdTolerance, "dL/dW1");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.b1, g.b1, loss), kFdTolerance, "dL/db1");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.W2, g.W2, loss), kFdTolerance, "dL/dW2");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.b2, g.b2, loss), kFdTolerance, "dL/db2");
     }
 }
 
@@ -217,16 +218,16 @@ TEST_CASE("multi-head attention backward matches central differences (test-only 
                             V::Zero(D), V::Zero(D), V::Zero(D), V::Zero(D)};
         std::vector<M> mg = {M::Zero(1, 1)};
         mha_backward(z, p, method, n, heads, tape, r, dz, g, &mg);
-        CHECK(fd_ratio(z, dz, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.Wq, g.Wq, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.Wk, g.Wk, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.Wv, g.Wv, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.Wo, g.Wo, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.bq, g.bq, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.bk, g.bk, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.bv, g.bv, loss) < kFdTolerance);
-        CHECK(fd_ratio(p.bo, g.bo, loss) < kFdTolerance);
-        CHECK(fd_ratio(*method.parameters()[0], mg[0], loss) < kFdTolerance);
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(z, dz, loss), kFdTolerance, "dL/dz");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wq, g.Wq, loss), kFdTolerance, "dL/dWq");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wk, g.Wk, loss), kFdTolerance, "dL/dWk");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wv, g.Wv, loss), kFdTolerance, "dL/dWv");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.Wo, g.Wo, loss), kFdTolerance, "dL/dWo");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bq, g.bq, loss), kFdTolerance, "dL/dbq");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bk, g.bk, loss), kFdTolerance, "dL/dbk");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bv, g.bv, loss), kFdTolerance, "dL/dbv");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(p.bo, g.bo, loss), kFdTolerance, "dL/dbo");
+        ATTNLAB_CHECK_RATIO_LT(fd_ratio(*method.parameters()[0], mg[0], loss), kFdTolerance, "dL/d(the method's parameter)");
       }
 }
 
@@ -252,9 +253,9 @@ TEST_CASE("classifier head and cross-entropy backward match central differences"
       classifier_forward(x, n, W, b, pooled, logits);
       cross_entropy<double>(logits, labels, scale, &dlogits);
       classifier_backward(pooled, n, W, dlogits, dx, dW, db);
-      CHECK(fd_ratio(x, dx, loss) < kFdTolerance);
-      CHECK(fd_ratio(W, dW, loss) < kFdTolerance);
-      CHECK(fd_ratio(b, db, loss) < kFdTolerance);
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(x, dx, loss), kFdTolerance, "dL/dx");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(W, dW, loss), kFdTolerance, "dL/dW");
+      ATTNLAB_CHECK_RATIO_LT(fd_ratio(b, db, loss), kFdTolerance, "dL/db");
     }
   // The loss of uniform logits is log C, whatever the labels.
   const M zeros = M::Zero(2, 10);

@@ -10,6 +10,7 @@
 #include "attnlab/attention/multihead_layer.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/softmax.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 
@@ -45,8 +46,8 @@ void check_exact_layer() {
       INFO("n " << n << " heads " << heads);
       // Same formula, different GEMM grouping: within c n eps of ||X|| ||W_V|| ||W_O|| (the output's scale).
       const double scale = static_cast<double>(x.norm() * wt.wv.norm() * wt.wo.norm());
-      CHECK(residual_ratio<T>(static_cast<double>((got - want).norm()), static_cast<double>(n), scale) <
-            kResidualRatioThreshold);
+      ATTNLAB_CHECK_RATIO_LT(residual_ratio<T>(static_cast<double>((got - want).norm()), static_cast<double>(n), scale),
+                             kResidualRatioThreshold, "multihead_layer against the layer written out");
     }
 }
 
@@ -110,7 +111,8 @@ TEST_CASE("explainer snippet, corrected, in eval mode with zero projection biase
     const HeadStack<double> want = multihead_layer(x, w, linformer_head_attention<double>({sw.proj_k, sw.proj_v}));
     INFO("n " << n);
     for (Eigen::Index b = 0; b < c.batch; ++b)
-      CHECK(residual_ratio<double>((got[b] - want[b]).norm(), n, want[b].norm() + 1.0) < kResidualRatioThreshold);
+      ATTNLAB_CHECK_RATIO_LT(residual_ratio<double>((got[b] - want[b]).norm(), n, want[b].norm() + 1.0),
+                             kResidualRatioThreshold, "the snippet's forward against multihead_layer");
     // Training mode (the module's state after construction): dropout changes values, never shapes or finiteness.
     const HeadStack<float> train = snippet_forward(c, sw.cast<float>(), x.cast<float>(), true, 99);
     CHECK(train[0].allFinite());

@@ -13,6 +13,7 @@
 #include "attnlab/model/patch_embedding.hpp"
 #include "attnlab/model/trainer.hpp"
 #include "model_test_support.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 
@@ -122,7 +123,7 @@ TEST_CASE("score probe: S = X' M X'^T with X' = [z | 1], M = W'_Q W'_K^T / sqrt(
       REQUIRE(got.rows() == n);
       // Two orderings of the same sums: rounding of order (D + 1) eps |x|^2 |M|; the ratio against 30.
       const double unit = double(D + 1) * 2.2e-16 * x.squaredNorm() * m.norm();
-      CHECK((got - s).norm() / unit <= 30);
+      ATTNLAB_CHECK_RATIO_LE((got - s).norm() / unit, 30, "probed scores against X M X^T");
       CHECK(s.cwiseAbs().maxCoeff() > 1.0);  // sharpened: the check compares real, non-uniform scores
     }
   }
@@ -152,7 +153,7 @@ TEST_CASE("score probe: dL/dS against central finite differences of loss_with_of
         const double ratio = testing::fd_ratio(
             offsets[h], g, [&] { return probe.loss_with_offsets(data, image, l, offsets, 1.0); }, entries);
         INFO("image " << image << " layer " << l << " head " << h);
-        CHECK(ratio <= testing::kFdTolerance);
+        ATTNLAB_CHECK_RATIO_LE(ratio, testing::kFdTolerance, "dL/dS");
       }
   }
 }

@@ -25,6 +25,7 @@
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/qk/qk_split.hpp"
 #include "attnlab/qk/reparameterized_attention.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;
@@ -502,13 +503,13 @@ TEST_CASE("trainable attention: forward equals the library's kernel for the meth
       if (!ref_d) continue;
       const double err_d = (out_d - ref_d->out).cwiseAbs().maxCoeff();
       INFO("head " << head << " double: |ours - library| = " << err_d << ", bound " << ref_d->bound);
-      CHECK(err_d / ref_d->bound <= kForwardRatioLimit);
+      ATTNLAB_CHECK_RATIO_LE(err_d / ref_d->bound, kForwardRatioLimit, "double forward against the library's kernel");
       auto mf = build<float>(c);
       const Mat<float> out_f = run_forward<float>(*mf, head, in.q.cast<float>(), in.k.cast<float>(), in.v.cast<float>());
       const auto ref_f = library_reference<float>(c.method, *mf, head, in);
       const double err_f = (out_f.cast<double>() - ref_f->out).cwiseAbs().maxCoeff();
       INFO("head " << head << " float: |ours - library| = " << err_f << ", bound " << ref_f->bound);
-      CHECK(err_f / ref_f->bound <= kForwardRatioLimit);
+      ATTNLAB_CHECK_RATIO_LE(err_f / ref_f->bound, kForwardRatioLimit, "float forward against the library's kernel");
     }
   });
 }
@@ -522,7 +523,7 @@ TEST_CASE("trainable attention: backward equals central finite differences in do
     const FdResult fd = finite_differences(*m, head, in, fd_kappa(c, *m, head, in));
     const FdRatios r = fd_ratios(g, fd);
     INFO(describe_ratios(r) << " tiny " << fd.tiny);
-    CHECK(r.max() <= kFdTolerance);
+    ATTNLAB_CHECK_RATIO_LE(r.max(), kFdTolerance, "the largest gradient ratio against finite differences");
     REQUIRE(g.params.size() == m->parameters().size());
   });
 }
@@ -542,10 +543,11 @@ TEST_CASE("trainable attention: the finite-difference check fails on a wrong gra
       y(i, j) += 100 * kFdTolerance * (y.cwiseAbs().maxCoeff() + fd.tiny);
       return scaled_ratio(y, x_fd, fd.tiny);
     };
-    CHECK(bumped_ratio(g.q, fd.fd.q) > kFdTolerance);
-    CHECK(bumped_ratio(g.k, fd.fd.k) > kFdTolerance);
-    CHECK(bumped_ratio(g.v, fd.fd.v) > kFdTolerance);
-    for (std::size_t p = 0; p < g.params.size(); ++p) CHECK(bumped_ratio(g.params[p], fd.fd.params[p]) > kFdTolerance);
+    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.q, fd.fd.q), kFdTolerance, "bumped dq");
+    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.k, fd.fd.k), kFdTolerance, "bumped dk");
+    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.v, fd.fd.v), kFdTolerance, "bumped dv");
+    for (std::size_t p = 0; p < g.params.size(); ++p)
+      ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.params[p], fd.fd.params[p]), kFdTolerance, "bumped param" + std::to_string(p));
   });
   Rng rng(kSeed + 4);
   for (Eigen::Index n : {Eigen::Index(2), Eigen::Index(7)}) {
@@ -559,8 +561,8 @@ TEST_CASE("trainable attention: the finite-difference check fails on a wrong gra
     Grads<double> wrong;
     symmetric->backward(0, *tape, in.d_out, wrong.q, wrong.k, wrong.v, nullptr);
     const double r = std::max(scaled_ratio(wrong.q, fd.fd.q, fd.tiny), scaled_ratio(wrong.k, fd.fd.k, fd.tiny));
-    INFO("n=" << n << " ratio of the wrong backward " << r);
-    CHECK(r > kFdTolerance);
+    INFO("n=" << n);
+    ATTNLAB_CHECK_RATIO_GT(r, kFdTolerance, "symmetric attention's backward against exact attention's finite differences");
   }
 }
 
@@ -593,14 +595,13 @@ TEST_CASE("trainable attention: float forward and backward are close to double")
     const double r_k = ratio(gd.k, gf.k.cast<double>(), gmax * vmax);
     const double r_v = ratio(gd.v, gf.v.cast<double>(), gmax);
     INFO("tol " << tol << " (conditioning " << kappa << ") out " << r_out << " dq " << r_q << " dk " << r_k << " dv " << r_v);
-    CHECK(r_out <= tol);
-    CHECK(r_q <= tol);
-    CHECK(r_k <= tol);
-    CHECK(r_v <= tol);
+    ATTNLAB_CHECK_RATIO_LE(r_out, tol, "float output against double");
+    ATTNLAB_CHECK_RATIO_LE(r_q, tol, "float dq against double");
+    ATTNLAB_CHECK_RATIO_LE(r_k, tol, "float dk against double");
+    ATTNLAB_CHECK_RATIO_LE(r_v, tol, "float dv against double");
     for (std::size_t p = 0; p < gd.params.size(); ++p) {
       const double r_p = ratio(gd.params[p], gf.params[p].cast<double>(), gmax * vmax);
-      INFO("param " << p << " " << r_p);
-      CHECK(r_p <= tol);
+      ATTNLAB_CHECK_RATIO_LE(r_p, tol, "float param" + std::to_string(p) + " gradient against double");
     }
   });
 }
@@ -711,10 +712,10 @@ TEST_CASE("linear-elu: the rescaling of all-negative rows is differentiated corr
     const double spread = std::max(in.q.maxCoeff() - in.q.minCoeff(), in.k.maxCoeff() - in.k.minCoeff());
     const double bound = 4 * (spread + 2 + static_cast<double>(n) + 4) * eps<double>() *
                          std::max(1.0, in.v.cwiseAbs().maxCoeff());
-    CHECK((out - ref).cwiseAbs().maxCoeff() / bound <= kForwardRatioLimit);
+    ATTNLAB_CHECK_RATIO_LE((out - ref).cwiseAbs().maxCoeff() / bound, kForwardRatioLimit, "forward against the library's kernel");
     const FdResult fd = finite_differences(*m, 0, in, 1.0);
     const FdRatios r = fd_ratios(g, fd);
     INFO(describe_ratios(r) << " tiny " << fd.tiny);
-    CHECK(r.max() <= kFdTolerance);
+    ATTNLAB_CHECK_RATIO_LE(r.max(), kFdTolerance, "the largest gradient ratio against finite differences");
   }
 }
