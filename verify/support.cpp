@@ -13,8 +13,10 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <unistd.h>
 
 namespace attnlab::testing {
@@ -122,9 +124,52 @@ const TestEnvironment& test_environment() {
   return env;
 }
 
-std::uint64_t test_seed(std::uint64_t default_seed) { return test_environment().seed.value_or(default_seed); }
+namespace {
+
+// (file name, seed) of every test_seed() call, in order, without repeats.
+std::vector<std::pair<std::string, std::uint64_t>>& seed_registry() {
+  static std::vector<std::pair<std::string, std::uint64_t>> seeds;
+  return seeds;
+}
+std::mutex g_seed_mutex;
+
+std::string file_name_of(std::string_view path) { return std::filesystem::path(path).filename().string(); }
+
+}  // namespace
+
+std::uint64_t test_seed(std::uint64_t default_seed, std::source_location where) {
+  const std::uint64_t seed = test_environment().seed.value_or(default_seed);
+  const std::lock_guard<std::mutex> lock(g_seed_mutex);
+  auto& seeds = seed_registry();
+  const std::pair<std::string, std::uint64_t> entry{file_name_of(where.file_name()), seed};
+  if (std::find(seeds.begin(), seeds.end(), entry) == seeds.end()) seeds.push_back(entry);
+  return seed;
+}
 
 int test_repeat(int default_repeat) { return test_environment().repeat.value_or(default_repeat); }
+
+std::string seeds_in_effect(std::string_view file) {
+  const TestEnvironment& env = test_environment();
+  std::ostringstream s;
+  s << "seed: ";
+  if (env.seed) {
+    s << "ATTNLAB_TEST_SEED=" << *env.seed << " was the base seed of every seeded check";
+  } else {
+    // The failing file's own seeds, and those of the shared helpers (attention_test_support.hpp, ...).
+    const std::string name = file_name_of(file);
+    std::string own, shared;
+    const std::lock_guard<std::mutex> lock(g_seed_mutex);
+    for (const auto& [f, seed] : seed_registry()) {
+      if (f == name) own += (own.empty() ? "" : ", ") + std::to_string(seed);
+      else if (f.ends_with(".hpp")) shared += (shared.empty() ? "" : ", ") + f + " " + std::to_string(seed);
+    }
+    s << "each check's default (" << name << ": " << (own.empty() ? "none of its own" : own);
+    if (!shared.empty()) s << "; shared helpers: " << shared;
+    s << "); ATTNLAB_TEST_SEED=<seed> reruns with one of them, or another";
+  }
+  if (env.repeat) s << "; ATTNLAB_TEST_REPEAT=" << *env.repeat;
+  return s.str();
+}
 
 void skip_test(std::string_view reason) {
   ++g_skipped;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,10 +75,15 @@ TestEnvironment parse_test_environment(const char* seed, const char* repeat);
 // stderr and exit status 2 (the runner's main() calls this before any check runs).
 const TestEnvironment& test_environment();
 
-// ATTNLAB_TEST_SEED when set, else `default_seed` (the seed the check has always used).
-std::uint64_t test_seed(std::uint64_t default_seed);
+// ATTNLAB_TEST_SEED when set, else `default_seed` (the seed the check has always used). Records the
+// seed under the calling file's name, for seeds_in_effect().
+std::uint64_t test_seed(std::uint64_t default_seed, std::source_location where = std::source_location::current());
 // ATTNLAB_TEST_REPEAT when set, else `default_repeat` (the count the loop has always run).
 int test_repeat(int default_repeat);
+
+// One line for a failed test case in `file` (a path; its file name is compared): the base seeds it drew
+// from, and how to rerun with them. The runner prints it after every failed test case.
+std::string seeds_in_effect(std::string_view file);
 
 // ---- Skips that reach ctest -------------------------------------------------------------------------
 // Marks the running test case as skipped (a prerequisite such as PyTorch is missing) and prints why.
