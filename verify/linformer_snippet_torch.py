@@ -1,5 +1,5 @@
 # Runs the LinformerAttention snippet of seed 003_cab8b9be341236c2.txt (the Linformer explainer)
-# under PyTorch and prints what happens, for verify/test_multihead_layer.cpp to compare with the C++ trace.
+# under PyTorch and prints what happens, for verify/test_linformer_snippet_torch.cpp to compare with the C++ trace.
 # The snippet is read from the seed file at run time, not copied here; its __main__ block is not run.
 # usage: python3 linformer_snippet_torch.py PATH/TO/003_cab8b9be341236c2.txt
 import re
