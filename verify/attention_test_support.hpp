@@ -10,16 +10,18 @@
 #include "attnlab/lab/attention_inputs.hpp"
 #include "attnlab/qk/qk_split.hpp"
 #include "attnlab/core/rng.hpp"
+#include "support.hpp"
 
 namespace attnlab::testing {
 
-// The seed of every attention check, printed by each test through INFO.
-inline constexpr std::uint64_t kAttentionTestSeed = 20251122;
+// The seed of every attention check (ATTNLAB_TEST_SEED overrides it), printed by each test through INFO.
+inline const std::uint64_t kAttentionTestSeed = test_seed(20251122);
 
-// Edge sizes 1, 2, 3 and two random sizes in [4, 40] (Eigen's test habit).
+// Edge sizes 1, 2, 3 and two random sizes in [4, 40] (Eigen's test habit; ATTNLAB_TEST_REPEAT random sizes
+// when set).
 inline std::vector<Eigen::Index> test_sizes(Rng& rng) {
   std::vector<Eigen::Index> s = {1, 2, 3};
-  for (int i = 0; i < 2; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 37));
+  for (int i = 0, repeat = test_repeat(2); i < repeat; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 37));
   return s;
 }
 

@@ -14,10 +14,12 @@
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/core/matrix.hpp"
 #include "attnlab/core/rng.hpp"
+#include "support.hpp"
 
 namespace attnlab::testing {
 
-inline constexpr std::uint64_t kModelTestSeed = 20251125;
+// The base seed of the model checks (ATTNLAB_TEST_SEED overrides it).
+inline const std::uint64_t kModelTestSeed = test_seed(20251125);
 
 // Central differences in double, step h = 1e-5 on inputs of unit scale. For a loss L with bounded
 // third derivative the truncation error is about h^2 |L'''| / 6 ~ 1e-10 |L'''|, and rounding adds about
@@ -71,9 +73,11 @@ inline std::vector<Eigen::Index> sample_entries(Eigen::Index size, Eigen::Index 
   return all;
 }
 
-// Edge sizes 1, 2, 3 and one random size in [4, 12].
+// Edge sizes 1, 2, 3 and one random size in [4, 12] (ATTNLAB_TEST_REPEAT random sizes when set).
 inline std::vector<Eigen::Index> model_test_sizes(Rng& rng) {
-  return {1, 2, 3, 4 + static_cast<Eigen::Index>(rng.uniform() * 9)};
+  std::vector<Eigen::Index> s = {1, 2, 3};
+  for (int i = 0, repeat = test_repeat(1); i < repeat; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 9));
+  return s;
 }
 
 // out = softmax(t q k^T / sqrt(d_k)) v with a learned scalar temperature t (a 1 x 1 parameter, init 1),

@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 42;
+const std::uint64_t kSeed = attnlab::testing::test_seed(42);  // ATTNLAB_TEST_SEED overrides it
 constexpr Eigen::Index kN = 24, kD = 8, kDv = 5;
 
 // Q, K, V written as float64 files: (n, d) when `heads` is 0, else (2, heads, n, d).
@@ -44,7 +44,7 @@ struct Inputs {
   std::vector<std::string> args;  // --q --k --v
 
   explicit Inputs(Eigen::Index heads) {
-    Rng rng(7);
+    Rng rng(attnlab::testing::test_seed(7));
     const Eigen::Index b = heads == 0 ? 1 : 2, h = heads == 0 ? 1 : heads;
     q = HeadStack<double>(b, h, kN, kD), k = q, v = HeadStack<double>(b, h, kN, kDv);
     for (HeadStack<double>* s : {&q, &k, &v})

@@ -8,11 +8,12 @@
 #include "attnlab/theory/attention_params.hpp"
 #include "attnlab/qk/qk_merge.hpp"
 #include "attnlab/core/rng.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 
 namespace {
-constexpr std::uint64_t kSeed = 4204;
+const std::uint64_t kSeed = attnlab::testing::test_seed(4204);  // ATTNLAB_TEST_SEED overrides it
 }
 
 TEST_CASE("parameter count: the same for every allowed head count, with and without bias") {

@@ -96,11 +96,11 @@ TEST_CASE("seeds and counts are integers as written: never clamped, never hexade
 TEST_CASE("interrupted runs leave no temporary file and no half-written table") {
   // SIGINT or SIGTERM at moments drawn from a printed seed, over and over, into one directory; then
   // every file there must be a complete table (the atomic writes) and nothing else.
-  const std::uint64_t seed = 20251125;
+  const std::uint64_t seed = attnlab::testing::test_seed(20251125);
   INFO("seed " << seed);
   Rng rng(seed);
   ScratchDir out;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0, repeat = attnlab::testing::test_repeat(40); i < repeat; ++i) {
     // posix_spawn with the signals' default actions restored: a signal that arrives before exec must
     // not run the test framework's own handlers in the child.
     const std::string exe = bin(kExperiment), dir = out.path().string();
@@ -171,7 +171,7 @@ TEST_CASE("--family with given inputs is refused, not ignored") {
 
 TEST_CASE("valid but degenerate given inputs: defined values or one line naming the input, never an internal column") {
   ScratchDir dir;
-  Rng rng(11);
+  Rng rng(attnlab::testing::test_seed(11));
   write_npy(dir.path() / "zero.npy", to_npy(Mat<double>(Mat<double>::Zero(8, 4))));
   write_npy(dir.path() / "tiny_x.npy", to_npy(Mat<double>(1e-300 * gaussian_matrix(8, 4, rng))));
   write_npy(dir.path() / "b.npy", to_npy(gaussian_matrix(8, 8, rng)));

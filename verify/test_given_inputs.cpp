@@ -18,7 +18,7 @@ namespace {
 
 // Small inputs of every kind, written with the library's writer into `dir`.
 void write_inputs(const std::filesystem::path& dir) {
-  Rng rng(11);
+  Rng rng(attnlab::testing::test_seed(11));
   const auto put = [&](const char* name, const Eigen::MatrixXd& m) { write_npy(dir / name, to_npy<double>(m)); };
   put("wq.npy", gaussian_matrix(6, 2, rng));
   put("wk.npy", gaussian_matrix(6, 2, rng));

@@ -15,7 +15,7 @@ using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 31337;
+const std::uint64_t kSeed = attnlab::testing::test_seed(31337);  // ATTNLAB_TEST_SEED overrides it
 
 // The attention formula written out once more, independently of the library's kernels.
 template <typename T>
@@ -26,7 +26,7 @@ Mat<T> direct_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
 // Sizes: the edge sizes 1, 2, 3 and random ones.
 std::vector<Eigen::Index> sizes(Rng& rng) {
   std::vector<Eigen::Index> s{1, 2, 3};
-  for (int i = 0; i < 4; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 60));
+  for (int i = 0, repeat = attnlab::testing::test_repeat(4); i < repeat; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 60));
   return s;
 }
 

@@ -18,7 +18,7 @@ using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20251127;
+const std::uint64_t kSeed = attnlab::testing::test_seed(20251127);  // ATTNLAB_TEST_SEED overrides it
 
 }  // namespace
 
@@ -27,7 +27,7 @@ TEST_CASE("measure_lowrank_instance: recipe and Remark 2.1 exact on square ortho
   INFO("seed " << kSeed);
   FactoredSearchOptions search;
   search.starts = 3;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0, repeat = attnlab::testing::test_repeat(3); rep < repeat; ++rep) {
     // Square orthogonal X: range(X) is everything, the weights are uniform, Eckart-Young applies to Z* itself.
     const Mat<double> x = random_orthonormal(10, 10, rng), b = gaussian_matrix(10, 10, rng);
     const LowRankInstance r = measure_lowrank_instance(b, x, 3, rng, search);

@@ -14,7 +14,7 @@ using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 4242;
+const std::uint64_t kSeed = attnlab::testing::test_seed(4242);  // ATTNLAB_TEST_SEED overrides it
 
 // Concat_h softmax(X Wq_h (X Wk_h)^T / sqrt(d_h)) X Wv_h, then W_O: the layer written out directly.
 template <typename T>

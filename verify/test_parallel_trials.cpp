@@ -6,14 +6,16 @@
 
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/core/rng.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 
 TEST_CASE("trial results come back in trial order with the same values for 1 and 2 threads") {
-  auto run = [](int threads) {
+  const std::uint64_t seed = attnlab::testing::test_seed(5);
+  auto run = [seed](int threads) {
     omp_set_num_threads(threads);
-    return run_trials<double>(100, "test", [](std::size_t i) {
-      Rng rng(derive_seed(5, i));
+    return run_trials<double>(100, "test", [seed](std::size_t i) {
+      Rng rng(derive_seed(seed, i));
       double s = 0;
       for (int k = 0; k < 1000 + static_cast<int>(i); ++k) s += rng.normal();
       return s;

@@ -7,17 +7,18 @@
 #include "attnlab/linalg/numerical_rank.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/core/rng.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 4004;
+const std::uint64_t kSeed = attnlab::testing::test_seed(4004);  // ATTNLAB_TEST_SEED overrides it
 
 // Shapes (rows, cols): edge sizes 1, 2, 3 and a few random ones, tall, square and wide.
 std::vector<std::pair<int, int>> test_shapes(Rng& rng) {
   std::vector<std::pair<int, int>> shapes = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {3, 2}, {2, 3}, {3, 3}};
-  for (int i = 0; i < 6; ++i)
+  for (int i = 0, repeat = attnlab::testing::test_repeat(6); i < repeat; ++i)
     shapes.emplace_back(1 + static_cast<int>(rng.uniform() * 20), 1 + static_cast<int>(rng.uniform() * 20));
   return shapes;
 }

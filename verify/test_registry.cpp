@@ -10,12 +10,13 @@
 #include "attnlab/attention/attention_cost.hpp"
 #include "attnlab/attention/registry.hpp"
 #include "attnlab/core/rng.hpp"
+#include "support.hpp"
 
 using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20251126;
+const std::uint64_t kSeed = attnlab::testing::test_seed(20251126);  // ATTNLAB_TEST_SEED overrides it
 
 HeadStack<double> gaussian_stack(Eigen::Index n, Eigen::Index d, Rng& rng) {
   HeadStack<double> s(2, 2, n, d);

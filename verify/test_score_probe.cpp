@@ -19,7 +19,7 @@ using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20251127;
+const std::uint64_t kSeed = attnlab::testing::test_seed(20251127);  // ATTNLAB_TEST_SEED overrides it
 
 ViTConfig probe_config(const std::string& method) {
   ViTConfig c;

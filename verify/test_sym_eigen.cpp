@@ -12,7 +12,7 @@ using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20251122;
+const std::uint64_t kSeed = attnlab::testing::test_seed(20251122);  // ATTNLAB_TEST_SEED overrides it
 
 // Every returned eigenvalue must be within c d eps ||S|| of some oracle eigenvalue
 // (Weyl: a backward-stable solver perturbs eigenvalues by at most its backward error).
@@ -65,7 +65,7 @@ void run_all() {
   // Edge sizes first, then random sizes.
   for (auto [d, dk] : std::vector<std::pair<Eigen::Index, Eigen::Index>>{{1, 1}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {3, 3}})
     for (const auto& f : qk_weight_families()) check_low_rank_paths<T>(make_qk_weights(f.name, d, dk, rng), f.name);
-  for (int trial = 0; trial < 6; ++trial) {
+  for (int trial = 0, repeat = attnlab::testing::test_repeat(6); trial < repeat; ++trial) {
     const auto d = static_cast<Eigen::Index>(4 + rng.uniform() * 60);
     const auto dk = static_cast<Eigen::Index>(1 + rng.uniform() * static_cast<double>(d));
     for (const auto& f : qk_weight_families()) check_low_rank_paths<T>(make_qk_weights(f.name, d, dk, rng), f.name);

@@ -32,7 +32,7 @@ using namespace attnlab::testing;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20251125;
+const std::uint64_t kSeed = attnlab::testing::test_seed(20251125);  // ATTNLAB_TEST_SEED overrides it
 
 // Central differences D(h) = (L(x + h) - L(x - h)) / 2h in double, extrapolated (Richardson):
 // g_fd = (4 D(h) - D(2h)) / 3 cancels the h^2 L''' / 6 term of D(h), leaving truncation

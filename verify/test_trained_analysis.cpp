@@ -20,7 +20,7 @@ using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20251126;
+const std::uint64_t kSeed = attnlab::testing::test_seed(20251126);  // ATTNLAB_TEST_SEED overrides it
 
 ViTConfig tiny_config(const std::string& method) {
   ViTConfig c;

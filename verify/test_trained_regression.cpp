@@ -13,7 +13,7 @@ using namespace attnlab;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20251128;
+const std::uint64_t kSeed = attnlab::testing::test_seed(20251128);  // ATTNLAB_TEST_SEED overrides it
 
 }  // namespace
 
