@@ -61,7 +61,9 @@ TEST_CASE("zero-padded growth leaves X W_Q W_K^T X^T unchanged and new columns g
   const Mat<double> wq2 = zero_pad_columns(wq, p), wk2 = zero_pad_columns(wk, p);
   CHECK(wq2.cols() == k + p);
   CHECK(wq2.rightCols(p).isZero(0));
-  CHECK((attention_scores(x, wq2, wk2, 1.0) - attention_scores(x, wq, wk, 1.0)).norm() <= 30 * n * 2.2e-16 * x.squaredNorm() * wq.norm() * wk.norm());
+  ATTNLAB_CHECK_RATIO_LE((attention_scores(x, wq2, wk2, 1.0) - attention_scores(x, wq, wk, 1.0)).norm() /
+                             (n * 2.2e-16 * x.squaredNorm() * wq.norm() * wk.norm()),
+                         30, "zero-padded scores against the unpadded ones");
   CHECK((new_columns_block(gaussian_matrix(d, p, rng), k).leftCols(k)).isZero(0));
   AttentionLoss<double> loss(x, gaussian_matrix(d, 3, rng), gaussian_matrix(3, d, rng), gaussian_matrix(n, d, rng));
   const auto grads = factor_gradients(x, wq2, wk2, 1.0, loss.gradient(attention_scores(x, wq2, wk2, 1.0)));
@@ -98,7 +100,8 @@ TEST_CASE("factored and merged scores agree, and counts match the formulas and t
       const int dk = 1 + d / 2;
       const Mat<double> x = gaussian_matrix(n, d, rng), wq = gaussian_matrix(d, dk, rng), wk = gaussian_matrix(d, dk, rng);
       const Mat<double> diff = factored_scores(x, wq, wk) - merged_scores(x, Mat<double>(wq * wk.transpose()));
-      CHECK(diff.norm() <= 30 * std::max(d, dk) * 2.2e-16 * x.squaredNorm() * wq.norm() * wk.norm());
+      ATTNLAB_CHECK_RATIO_LE(diff.norm() / (std::max(d, dk) * 2.2e-16 * x.squaredNorm() * wq.norm() * wk.norm()), 30,
+                             "factored scores against merged ones");
     }
   CHECK(merged_parameter_count(64) == 4096);
   CHECK(factored_parameter_count(64, 16) == 2048);

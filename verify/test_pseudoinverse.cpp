@@ -72,7 +72,8 @@ TEST_CASE("pseudoinverse of orthonormal columns is the transpose") {
   INFO("seed " << kSeed + 1);
   for (int n : {1, 2, 3, 7}) {
     const Eigen::MatrixXd q = random_orthonormal(n + 3, n, rng);
-    CHECK((pinv_svd<double>(q).pinv - q.transpose()).norm() <= 30 * (n + 3) * 2.2e-16 * n);
+    ATTNLAB_CHECK_RATIO_LE((pinv_svd<double>(q).pinv - q.transpose()).norm() / ((n + 3) * 2.2e-16 * n), 30,
+                           "pinv of orthonormal columns against the transpose");
   }
 }
 
@@ -98,7 +99,8 @@ TEST_CASE("(A^T A)^{-1} A^T is A^+ exactly when A has full column rank") {
     CHECK(has_full_column_rank<double>(a));
     // Normal equations square the condition number: forward error c * n * cond^2 * eps.
     const Eigen::MatrixXd ps = pinv_svd<double>(a).pinv;
-    CHECK((ne.pinv - ps).norm() <= 30 * m * cond * cond * 2.2e-16 * ps.norm());
+    ATTNLAB_CHECK_RATIO_LE((ne.pinv - ps).norm() / (m * cond * cond * 2.2e-16 * ps.norm()), 30,
+                           "normal-equation pinv against the SVD's");
   }
   for (int n : {2, 3, 6}) {
     // Wide (d_s < d_e) and tall-but-rank-deficient: the formula is not A^+.
