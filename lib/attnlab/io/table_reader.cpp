@@ -1,0 +1,66 @@
+#include "attnlab/io/table_reader.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "attnlab/io/csv_table.hpp"
+
+namespace attnlab {
+
+TableReader::TableReader(const std::filesystem::path& path) : path_(path) {
+  std::vector<std::vector<std::string>> rows;
+  try {
+    rows = read_csv_file(path);
+  } catch (const std::exception& e) {
+    throw TableReadError(e.what());
+  }
+  if (rows.empty()) throw TableReadError(fmt::format("{}: empty table (no header)", path.string()));
+  for (std::size_t c = 0; c < rows[0].size(); ++c)
+    if (!index_.emplace(rows[0][c], c).second)
+      throw TableReadError(fmt::format("{}: column '{}' appears twice in the header", path.string(), rows[0][c]));
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r].size() != rows[0].size())
+      throw TableReadError(fmt::format("{}: row {} has {} fields, the header {}", path.string(), r, rows[r].size(),
+                                       rows[0].size()));
+    cells_.push_back(std::move(rows[r]));
+  }
+}
+
+std::size_t TableReader::column_index(const std::string& column) const {
+  const auto it = index_.find(column);
+  if (it == index_.end()) throw TableReadError(fmt::format("{}: no column '{}'", path_.string(), column));
+  return it->second;
+}
+
+const std::string& TableReader::text(std::size_t row, const std::string& column) const {
+  const std::size_t c = column_index(column);
+  if (row >= cells_.size())
+    throw TableReadError(fmt::format("{}: row {} asked for, the table has {}", path_.string(), row + 1, cells_.size()));
+  return cells_[row][c];
+}
+
+double TableReader::real(std::size_t row, const std::string& column) const {
+  const std::string& s = text(row, column);
+  // The spellings format_real writes for non-finite values.
+  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
+    throw TableReadError(fmt::format("{}: row {}, column '{}': '{}' is not a number", path_.string(), row + 1, column, s));
+  return v;
+}
+
+std::int64_t TableReader::integer(std::size_t row, const std::string& column) const {
+  const std::string& s = text(row, column);
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+    throw TableReadError(fmt::format("{}: row {}, column '{}': '{}' is not an integer", path_.string(), row + 1, column, s));
+  return v;
+}
+
+}  // namespace attnlab
