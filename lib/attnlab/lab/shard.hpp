@@ -1,0 +1,45 @@
+// A share of an experiment's sweeps (issue 16): shard I of N runs a contiguous block of each sweep's
+// configurations, so the shards' rows concatenated in shard order are the whole sweep's rows in order.
+// A configuration's seed comes from the base seed and its index in the sweep, never from the shard, so
+// the rows a shard writes are the rows the unsharded run writes for the same configurations.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace attnlab {
+
+class Shard {
+ public:
+  // The whole sweep: shard 1 of 1.
+  Shard() = default;
+  // Shard `index` (1-based, as on the command line) of `count`; throws std::invalid_argument unless
+  // 1 <= index <= count.
+  Shard(int index, int count);
+  // Parses "I/N" (decimal, 1 <= I <= N <= 100000); throws std::invalid_argument naming the text.
+  static Shard parse(std::string_view text);
+
+  int index() const { return index_; }
+  int count() const { return count_; }
+  bool whole() const { return count_ == 1; }
+  std::string label() const;  // "2/3"
+
+  // The configurations [begin, end) of a sweep of `size` this shard runs: block I of N is
+  // [floor((I-1) size / N), floor(I size / N)). With N > size some blocks are empty.
+  struct Range {
+    std::size_t begin = 0, end = 0;
+    std::size_t size() const { return end - begin; }
+  };
+  Range range(std::size_t size) const;
+
+  // For a sweep that must run whole in one process (timings fitted together must come from one
+  // machine): whether this shard runs sweep number `ordinal` (0, 1, ... in the experiment's order)
+  // entirely. Sweep k goes to shard (k mod N) + 1, spreading an experiment's timing sweeps over shards.
+  bool runs_whole(std::size_t ordinal) const;
+
+ private:
+  int index_ = 1, count_ = 1;
+};
+
+}  // namespace attnlab

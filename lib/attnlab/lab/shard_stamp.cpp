@@ -1,0 +1,160 @@
+#include "attnlab/lab/shard_stamp.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+#include "attnlab/io/json_reader.hpp"
+
+namespace attnlab {
+
+namespace {
+
+constexpr const char* kShardFormat = "attnlab-shard-1";
+constexpr const char* kMergedFormat = "attnlab-merged-1";
+
+// JSON string escaping for the few fields a stamp holds (names, host, CPU model).
+std::string json_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';  // the reader knows no \u escapes
+    else out += c;
+  }
+  return out + "\"";
+}
+
+std::uint64_t parse_u64(const std::string& s, const std::filesystem::path& path, const char* key) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+    throw StampError(fmt::format("{}: '{}' is not an unsigned integer: '{}'", path.string(), key, s));
+  return v;
+}
+
+bool json_bool_field(const JsonObject& o, const std::string& key) {
+  const Json& j = json_field(o, key);
+  if (!std::holds_alternative<bool>(j.v)) throw std::runtime_error("'" + key + "' is not true or false");
+  return std::get<bool>(j.v);
+}
+
+const JsonArray& json_array_field(const JsonObject& o, const std::string& key) {
+  const Json& j = json_field(o, key);
+  if (!std::holds_alternative<std::shared_ptr<JsonArray>>(j.v)) throw std::runtime_error("'" + key + "' is not an array");
+  return *std::get<std::shared_ptr<JsonArray>>(j.v);
+}
+
+}  // namespace
+
+std::filesystem::path shard_stamp_path(const std::filesystem::path& dir, const std::string& experiment) {
+  return dir / (experiment + ".shard.json");
+}
+std::filesystem::path merged_stamp_path(const std::filesystem::path& dir, const std::string& experiment) {
+  return dir / (experiment + ".merged.json");
+}
+
+std::string stamp_json(const ShardStamp& s) {
+  std::string out = "{\n";
+  out += fmt::format("  \"format\": {},\n", json_quote(s.merged ? kMergedFormat : kShardFormat));
+  out += fmt::format("  \"experiment\": {},\n", json_quote(s.experiment));
+  out += fmt::format("  \"shard\": {},\n  \"shards\": {},\n", s.shard, s.shards);
+  // The seed as a string: JSON numbers are doubles, which cannot hold every 64-bit seed.
+  out += fmt::format("  \"seed\": \"{}\",\n", s.seed);
+  out += fmt::format("  \"quick\": {},\n", s.quick ? "true" : "false");
+  out += fmt::format("  \"build\": {},\n", json_quote(s.build));
+  out += "  \"hosts\": [";
+  for (std::size_t i = 0; i < s.hosts.size(); ++i)
+    out += fmt::format("{}\n    {{\"shard\": {}, \"host\": {}, \"cpu\": {}}}", i ? "," : "", s.hosts[i].shard,
+                       json_quote(s.hosts[i].host), json_quote(s.hosts[i].cpu));
+  out += s.hosts.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"tables\": [";
+  for (std::size_t i = 0; i < s.tables.size(); ++i)
+    out += fmt::format("{}\n    {{\"file\": {}, \"bytes\": {}, \"crc32\": {}}}", i ? "," : "", json_quote(s.tables[i].file),
+                       s.tables[i].digest.bytes, s.tables[i].digest.crc32);
+  out += s.tables.empty() ? "]\n" : "\n  ]\n";
+  return out + "}\n";
+}
+
+ShardStamp read_stamp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw StampError(fmt::format("{}: no stamp (cannot be read)", path.string()));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ShardStamp s;
+  try {
+    const Json root = parse_json(text);  // kept alive: json_object returns a reference into it
+    const JsonObject& o = json_object(root, "stamp");
+    const std::string format = json_string_field(o, "format");
+    if (format != kShardFormat && format != kMergedFormat)
+      throw std::runtime_error(fmt::format("unknown format '{}' (this build writes {} and {})", format, kShardFormat,
+                                           kMergedFormat));
+    s.merged = format == kMergedFormat;
+    s.experiment = json_string_field(o, "experiment");
+    s.shard = static_cast<int>(json_int_field(o, "shard"));
+    s.shards = static_cast<int>(json_int_field(o, "shards"));
+    s.seed = parse_u64(json_string_field(o, "seed"), path, "seed");
+    s.quick = json_bool_field(o, "quick");
+    s.build = json_string_field(o, "build");
+    for (const Json& h : json_array_field(o, "hosts")) {
+      const JsonObject& ho = json_object(h, "hosts entry");
+      s.hosts.push_back({static_cast<int>(json_int_field(ho, "shard")), json_string_field(ho, "host"),
+                         json_string_field(ho, "cpu")});
+    }
+    for (const Json& t : json_array_field(o, "tables")) {
+      const JsonObject& to = json_object(t, "tables entry");
+      const std::int64_t bytes = json_int_field(to, "bytes"), crc = json_int_field(to, "crc32");
+      if (bytes < 0 || crc < 0 || crc > 0xffffffffLL) throw std::runtime_error("a table's bytes or crc32 is out of range");
+      s.tables.push_back({json_string_field(to, "file"), {static_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(crc)}});
+    }
+  } catch (const std::exception& e) {
+    throw StampError(fmt::format("{}: not a valid stamp: {}", path.string(), e.what()));
+  }
+  const bool shard_ok = s.merged ? (s.shard == 0 && s.shards >= 1) : (s.shards >= 1 && s.shard >= 1 && s.shard <= s.shards);
+  if (!shard_ok) throw StampError(fmt::format("{}: shard {} of {} is not possible", path.string(), s.shard, s.shards));
+  for (const auto& t : s.tables)
+    if (t.file.empty() || t.file.find('/') != std::string::npos || t.file.starts_with("."))
+      throw StampError(fmt::format("{}: table name '{}' is not a plain file name", path.string(), t.file));
+  return s;
+}
+
+void check_stamped_tables(const ShardStamp& stamp, const std::filesystem::path& dir) {
+  for (const auto& t : stamp.tables) {
+    const auto path = dir / t.file;
+    if (!std::filesystem::is_regular_file(path))
+      throw StampError(fmt::format("{}: missing, though {} lists it", path.string(),
+                                   (stamp.merged ? merged_stamp_path(dir, stamp.experiment) : shard_stamp_path(dir, stamp.experiment)).filename().string()));
+    FileDigest d;
+    try {
+      d = digest_file(path);
+    } catch (const std::exception& e) {
+      throw StampError(e.what());
+    }
+    if (!(d == t.digest))
+      throw StampError(fmt::format("{}: {} bytes, CRC-32 {}, but its stamp says {} bytes, CRC-32 {} (changed or half-written "
+                                   "since the stamp was written)", path.string(), d.bytes, d.crc32, t.digest.bytes, t.digest.crc32));
+  }
+}
+
+std::string this_host() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
+  return name;
+}
+
+std::string this_cpu() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("model name")) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) break;
+      auto start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? "unknown" : line.substr(start);
+    }
+  return "unknown";
+}
+
+}  // namespace attnlab
