@@ -2,6 +2,7 @@
 #include "attnlab/lab/experiment_cli.hpp"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,9 @@
 #include <omp.h>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/lab/build_id.hpp"
+#include "attnlab/lab/quick_marker.hpp"
+#include "attnlab/lab/shard_stamp.hpp"
 
 namespace attnlab {
 
@@ -81,15 +85,22 @@ ExperimentCli::ExperimentCli(std::string name, std::string description, std::opt
   if (given) given_.emplace(app_, *given);
 }
 
-namespace {
-
-// Marks a directory written by --quick runs. A quick sweep's verdicts are smoke tests, not findings,
-// so quick and full results never share a directory: quick runs refuse a directory with a full run's
-// ledger in it (`exp_nystrom --quick` from the repository root would otherwise rewrite the committed
-// results/claims.csv), and full runs refuse a quick directory.
-constexpr const char* kQuickMarker = ".attnlab-quick";
-
-}  // namespace
+void ExperimentCli::split_measurement() {
+  if (split_) return;
+  split_ = true;
+  app_.add_option("--shard", shard_text_,
+                  "measure only shard I of N of the sweeps (1 <= I <= N): its tables and a stamp, no ledger; "
+                  "merge the shards with attnlab_merge, then --judge the merged directory")
+      ->type_name("I/N");
+  app_.add_option("--judge", judge_dir_,
+                  "judge the merged tables in DIR (attnlab_merge's output): derived tables and ledger rows into DIR; "
+                  "the seed and quick/full come from DIR's stamp")
+      ->type_name("DIR")
+      ->excludes("--shard")
+      ->excludes("--out")
+      ->excludes("--seed")
+      ->excludes("--quick");
+}
 
 void ExperimentCli::parse(int argc, char** argv) {
   try {
@@ -108,6 +119,35 @@ void ExperimentCli::parse(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", name_, e.what());
     std::exit(kExitUsage);
   }
+  if (split_ && app_.count("--shard") > 0) {
+    try {
+      shard_ = Shard::parse(shard_text_);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "{}: --shard: {}\n", name_, e.what());
+      std::exit(kExitUsage);
+    }
+    sharded_ = true;
+  }
+  if (split_ && app_.count("--judge") > 0) {
+    // The merged directory says what it holds; the judgement must not be told otherwise.
+    try {
+      const ShardStamp stamp = read_stamp(merged_stamp_path(judge_dir_, name_));
+      if (stamp.experiment != name_ || !stamp.merged)
+        throw StampError(fmt::format("{}: not {}'s merged stamp", merged_stamp_path(judge_dir_, name_).string(), name_));
+      check_stamped_tables(stamp, judge_dir_);
+      options_.seed = stamp.seed;
+      options_.quick = stamp.quick;
+      options_.out = judge_dir_;
+    } catch (const StampError& e) {
+      fmt::print(stderr, "{}: --judge: {} (merge the shards with attnlab_merge first)\n", name_, e.what());
+      std::exit(kExitUsage);
+    }
+    judging_ = true;
+  }
+  if (uses_given() && (sharded_ || judging_)) {
+    fmt::print(stderr, "{}: --shard and --judge split the random sweep; runs on given inputs are not sharded\n", name_);
+    std::exit(kExitUsage);
+  }
   // --family picks among our random input families; with the user's own matrices there is none to pick.
   if (uses_given() && app_.get_option_no_throw("--family") != nullptr && app_.count("--family") > 0) {
     fmt::print(stderr, "{}: --family chooses among random input families and cannot be combined with given inputs\n",
@@ -115,7 +155,7 @@ void ExperimentCli::parse(int argc, char** argv) {
     std::exit(kExitUsage);
   }
   // Quick runs land in quick-results unless told otherwise, never in the committed results.
-  if (options_.quick && app_.count("--out") == 0) options_.out = "quick-results";
+  if (options_.quick && app_.count("--out") == 0 && !judging_) options_.out = "quick-results";
   try {
     ensure_writable_directory(options_.out);
   } catch (const OutputError& e) {
@@ -136,9 +176,7 @@ void ExperimentCli::parse(int argc, char** argv) {
     }
     if (options_.quick && !marked_quick) {
       try {
-        write_file_atomically(options_.out / kQuickMarker,
-                              "This directory holds attnlab --quick results (smoke tests, not findings); "
-                              "full runs refuse it.\n");
+        write_file_atomically(options_.out / kQuickMarker, kQuickMarkerText);
       } catch (const OutputError& e) {
         fmt::print(stderr, "{}: --out: {}\n", name_, e.what());
         std::exit(kExitUsage);
@@ -164,6 +202,7 @@ const GivenInputs& ExperimentCli::given() const {
 
 void ExperimentCli::write_table(const CsvTable& table, const std::string& file) const {
   table.with_column(text_col("inputs"), inputs_label()).write(output_path(file));
+  if (std::find(written_.begin(), written_.end(), file) == written_.end()) written_.push_back(file);
 }
 
 void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
@@ -202,6 +241,40 @@ int run_experiment(const std::string& name, const std::function<void()>& body) {
     fmt::print(stderr, "{}: {}\n", name, e.what());
     return kExitFailure;
   }
+}
+
+int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
+  return run_experiment(cli.name(), [&] {
+    if (!cli.splits_measurement())
+      throw std::logic_error("split_measurement() was not called before parse() (a defect of the experiment)");
+    const std::filesystem::path& out = cli.options().out;
+    if (cli.judging()) {
+      cli.write_claims(parts.judge(out));
+      return;
+    }
+    if (!cli.sharded()) {
+      parts.measure(Shard());
+      cli.write_claims(parts.judge(out));
+      return;
+    }
+    // A shard: the old stamp goes first, the new one last, so a task killed midway leaves no stamp and
+    // attnlab_merge refuses its directory until the task has been rerun to completion.
+    const std::filesystem::path stamp_path = shard_stamp_path(out, cli.name());
+    std::error_code ec;
+    std::filesystem::remove(stamp_path, ec);
+    if (ec) throw OutputError(fmt::format("{}: cannot remove the old stamp: {}", stamp_path.string(), ec.message()));
+    parts.measure(cli.shard());
+    ShardStamp stamp;
+    stamp.experiment = cli.name();
+    stamp.shard = cli.shard().index();
+    stamp.shards = cli.shard().count();
+    stamp.seed = cli.options().seed;
+    stamp.quick = cli.options().quick;
+    stamp.build = build_id();
+    stamp.hosts = {{stamp.shard, this_host(), this_cpu()}};
+    for (const auto& file : cli.written_tables()) stamp.tables.push_back({file, digest_file(out / file)});
+    write_file_atomically(stamp_path, stamp_json(stamp));
+  });
 }
 
 }  // namespace attnlab

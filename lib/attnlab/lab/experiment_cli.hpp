@@ -1,4 +1,5 @@
-// The command line every experiment shares: --seed, --quick, --out, --threads, and given .npy inputs.
+// The command line every experiment shares: --seed, --quick, --out, --threads, given .npy inputs, and the
+// sharded run's --shard I/N and --judge DIR (issue 16).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,8 +11,9 @@
 #include <vector>
 
 #include "attnlab/io/csv_table.hpp"
-#include "attnlab/lab/given_inputs.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/given_inputs.hpp"
+#include "attnlab/lab/shard.hpp"
 
 namespace attnlab {
 
@@ -48,14 +50,23 @@ class ExperimentCli {
 
   // Add experiment-specific flags here before parse().
   CLI::App& app() { return app_; }
+  // For an experiment run in measure and judge parts (run_experiment with ExperimentParts): adds --shard
+  // and --judge. Call before parse().
+  void split_measurement();
+  bool splits_measurement() const { return split_; }
 
-  // Parses the flags, loads and checks given inputs, checks that --out is writable (and,
+  // Parses the flags (with --judge DIR: seed and quick/full from DIR's merged stamp, --out is DIR), loads
+  // and checks given inputs, checks that --out is writable (and,
   // with given inputs, holds no claims.csv, so user runs never mix with the ledger's
   // evidence) and sets the thread count. On bad input prints one line naming the problem
   // and exits with status 2; on --help prints the help and exits with 0.
   void parse(int argc, char** argv);
 
   const CommonOptions& options() const { return options_; }
+  // The share of the sweeps this run measures: Shard() (everything) unless --shard I/N was given.
+  const Shard& shard() const { return shard_; }
+  bool sharded() const { return sharded_; }    // --shard given: measure only, stamp, no ledger
+  bool judging() const { return judging_; }    // --judge DIR given: judge DIR's merged tables only
   const std::string& name() const { return name_; }
 
   // Whether this run analyses the user's matrices instead of random draws, and those matrices.
@@ -69,8 +80,10 @@ class ExperimentCli {
   // For an experiment that measures a fixed data set instead of random draws.
   void set_dataset(std::string label) { dataset_ = std::move(label); }
 
-  // Writes `table` to <out>/<file> with the `inputs` column appended.
+  // Writes `table` to <out>/<file> with the `inputs` column appended (and notes the file for the stamp).
   void write_table(const CsvTable& table, const std::string& file) const;
+  // The tables written so far, in order.
+  const std::vector<std::string>& written_tables() const { return written_; }
   // Merges `rows` into the ledger, each row naming this experiment, unless the run used given inputs: a
   // verdict is about our sweep, and the user's data yields a report about that data only.
   void write_claims(const std::vector<ClaimRow>& rows) const;
@@ -86,11 +99,33 @@ class ExperimentCli {
   CommonOptions options_;
   std::optional<GivenInputs> given_;
   std::string dataset_;
+  std::string shard_text_;
+  std::filesystem::path judge_dir_;
+  Shard shard_;
+  bool split_ = false, sharded_ = false, judging_ = false;
+  mutable std::vector<std::string> written_;
 };
 
 // Runs an experiment body, turning escaping exceptions into one line on stderr and
 // exit status 1, so a failed run never aborts or dumps core. Atomic writes mean a
 // failure leaves the previous files in place.
 int run_experiment(const std::string& name, const std::function<void()>& body);
+
+// An experiment in two parts (issue 13 item 4, issue 16): `measure` runs the configurations of `shard`
+// (Shard::range, Shard::runs_whole) and writes their tables with cli.write_table, every table in every
+// shard (a shard with no configurations of a sweep writes its header only); `judge` reads the tables back
+// from `dir` (TableReader), may write derived tables (fits, summaries) with cli.write_table, and returns
+// the ledger rows. A claim's judgement is a function of the tables on disk, never of `measure`'s memory,
+// so a sweep measured in pieces on many machines and merged is judged by the same code.
+struct ExperimentParts {
+  std::function<void(const Shard& shard)> measure;
+  std::function<std::vector<ClaimRow>(const std::filesystem::path& dir)> judge;
+};
+
+// Runs the parts as the command line asks (through run_experiment's error handling):
+//   plain run       measure(Shard()), then judge(--out), the rows into --out's ledger;
+//   --shard I/N     removes --out's old stamp, measure(shard), then writes <experiment>.shard.json;
+//   --judge DIR     judge(DIR), the rows into DIR's ledger.
+int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts);
 
 }  // namespace attnlab
