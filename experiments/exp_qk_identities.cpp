@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/lab/qk_weights.hpp"
@@ -114,52 +115,66 @@ std::vector<Config> sweep(bool quick, const GivenInputs& given) {
   return configs;
 }
 
+constexpr const char* kTable = "qk_identities.csv";
+
+// Measures the shard's configurations of the sweep and writes their rows (float, then double, per configuration).
+void measure_identities(const ExperimentCli& cli, const Shard& shard) {
+  const auto configs = sweep(cli.options().quick, cli.given());
+  const Shard::Range range = shard.range(configs.size());
+  const auto outcomes = run_trials<Outcome>(range.size(), "qk identities", [&](std::size_t j) {
+    const std::size_t i = range.begin + j;
+    const Config& c = configs[i];
+    Rng rng(derive_seed(cli.options().seed, i));
+    const QkWeights w = cli.uses_given() ? cli.given().qk_weights() : make_qk_weights(c.family, c.d, c.dk, rng);
+    const Eigen::MatrixXd x = cli.given().has("x") ? cli.given().matrix("x") : gaussian_matrix(c.n, c.d, rng);
+    const Eigen::MatrixXd wv = gaussian_matrix(c.d, c.dk, rng, 1.0 / std::sqrt(static_cast<double>(c.d)));
+    const Eigen::MatrixXd y = gaussian_matrix(c.d, kQuadraticFormProbes, rng);
+    return Outcome{measure<float>(w, x, wv, y), measure<double>(w, x, wv, y)};
+  });
+
+  CsvTable table({text_col("family"), int_col("d"), int_col("d_k"), int_col("n"), int_col("rep"),
+                  text_col("precision"), real_col("r1_ratio"), real_col("r3_ratio"), real_col("r4_diag_ratio"),
+                  real_col("r4_offdiag_ratio"), real_col("r4_offdiag_relative"), real_col("r11_relative_error"),
+                  real_col("r11_ratio")});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const Config& c = configs[range.begin + j];
+    for (const auto& [precision, m] : {std::pair{"float", outcomes[j].single}, std::pair{"double", outcomes[j].dbl}})
+      table.add_row({c.family, c.d, c.dk, c.n, c.rep, precision, m.r1, m.r3, m.r4_diag, m.r4_off, m.r4_off_relative,
+                     m.r11_relative, m.r11});
+  }
+  cli.write_table(table, kTable);
+}
+
+// R1, R3, R4, R11 from the table on disk: each identity's worst ratio per input family against the threshold.
+std::vector<ClaimRow> judge_identities(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kTable);
+  WorstByCondition r1, r3, r4, r11;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const std::string& family = t.text(i, "family");
+    const std::string& desc = qk_family_description(family);
+    r1.add(family, desc, t.real(i, "r1_ratio"));
+    r3.add(family, desc, t.real(i, "r3_ratio"));
+    r4.add(family, desc, std::max(t.real(i, "r4_diag_ratio"), t.real(i, "r4_offdiag_ratio")));
+    r11.add(family, desc, t.real(i, "r11_ratio"));
+  }
+  const double threshold = kResidualRatioThreshold;
+  auto row = [&](const std::string& id, const WorstByCondition& w, const std::string& metric) {
+    const Judgement j = judge_by_condition(w, threshold);
+    return ClaimRow{id, kSource, j.verdict, metric, j.observed, threshold, cli.evidence_path(kTable), j.note};
+  };
+  return {row("R1", r1, "max scaled residual ||XW_Q(XW_K)^T - X(W_QW_K^T)X^T|| / (2d ||X||^2 ||W_Q|| ||W_K|| eps), float and double"),
+          row("R3", r3, "max scaled |y^T R_w y| / (d ||R_w|| ||y||^2 eps) over random y, float and double"),
+          row("R4", r4, "max scaled ||X M X^T - X S_w X^T|| (diagonal or off-diagonal) / (2d ||X||^2 ||M|| eps)"),
+          row("R11", r11, "max relative attention-output difference / ((2d + n) eps), S_w scores vs W_QW_K^T scores")};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_identities", "R1, R3, R4, R11: exact identities of the Q-K reparameterization (seed 000)",
                     GivenKind::qk_weights_x);
+  cli.split_measurement();
   cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const auto configs = sweep(cli.options().quick, cli.given());
-    const auto outcomes = run_trials<Outcome>(configs.size(), "qk identities", [&](std::size_t i) {
-      const Config& c = configs[i];
-      Rng rng(derive_seed(cli.options().seed, i));
-      const QkWeights w = cli.uses_given() ? cli.given().qk_weights() : make_qk_weights(c.family, c.d, c.dk, rng);
-      const Eigen::MatrixXd x = cli.given().has("x") ? cli.given().matrix("x") : gaussian_matrix(c.n, c.d, rng);
-      const Eigen::MatrixXd wv = gaussian_matrix(c.d, c.dk, rng, 1.0 / std::sqrt(static_cast<double>(c.d)));
-      const Eigen::MatrixXd y = gaussian_matrix(c.d, kQuadraticFormProbes, rng);
-      return Outcome{measure<float>(w, x, wv, y), measure<double>(w, x, wv, y)};
-    });
-
-    CsvTable table({text_col("family"), int_col("d"), int_col("d_k"), int_col("n"), int_col("rep"),
-                    text_col("precision"), real_col("r1_ratio"), real_col("r3_ratio"), real_col("r4_diag_ratio"),
-                    real_col("r4_offdiag_ratio"), real_col("r4_offdiag_relative"), real_col("r11_relative_error"),
-                    real_col("r11_ratio")});
-    WorstByCondition r1, r3, r4, r11;
-    for (std::size_t i = 0; i < configs.size(); ++i) {
-      const Config& c = configs[i];
-      const std::string& desc = qk_family_description(c.family);
-      for (const auto& [precision, m] : {std::pair{"float", outcomes[i].single}, std::pair{"double", outcomes[i].dbl}}) {
-        table.add_row({c.family, c.d, c.dk, c.n, c.rep, precision, m.r1, m.r3, m.r4_diag, m.r4_off,
-                       m.r4_off_relative, m.r11_relative, m.r11});
-        r1.add(c.family, desc, m.r1);
-        r3.add(c.family, desc, m.r3);
-        r4.add(c.family, desc, std::max(m.r4_diag, m.r4_off));
-        r11.add(c.family, desc, m.r11);
-      }
-    }
-    const std::string file = "qk_identities.csv";
-    cli.write_table(table, file);
-
-    const double t = kResidualRatioThreshold;
-    auto row = [&](const std::string& id, const WorstByCondition& w, const std::string& metric) {
-      const Judgement j = judge_by_condition(w, t);
-      return ClaimRow{id, kSource, j.verdict, metric, j.observed, t, cli.evidence_path(file), j.note};
-    };
-    cli.write_claims({row("R1", r1, "max scaled residual ||XW_Q(XW_K)^T - X(W_QW_K^T)X^T|| / (2d ||X||^2 ||W_Q|| ||W_K|| eps), float and double"),
-                     row("R3", r3, "max scaled |y^T R_w y| / (d ||R_w|| ||y||^2 eps) over random y, float and double"),
-                     row("R4", r4, "max scaled ||X M X^T - X S_w X^T|| (diagonal or off-diagonal) / (2d ||X||^2 ||M|| eps)"),
-                     row("R11", r11, "max relative attention-output difference / ((2d + n) eps), S_w scores vs W_QW_K^T scores")});
-  });
+  return run_experiment(cli, {[&](const Shard& shard) { measure_identities(cli, shard); },
+                              [&](const std::filesystem::path& dir) { return judge_identities(cli, dir); }});
 }
