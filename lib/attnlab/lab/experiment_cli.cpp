@@ -271,8 +271,18 @@ int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
     stamp.seed = cli.options().seed;
     stamp.quick = cli.options().quick;
     stamp.build = build_id();
+    stamp.sweeps.assign(cli.shard().sweep_sizes().begin(), cli.shard().sweep_sizes().end());
     stamp.hosts = {{stamp.shard, this_host(), this_cpu()}};
     for (const auto& file : cli.written_tables()) stamp.tables.push_back({file, digest_file(out / file)});
+    for (const auto& rel : cli.artifact_dirs()) {
+      std::vector<std::string> files;
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(out / rel))
+        // Hidden files are write_file_atomically's temporaries, never results.
+        if (entry.is_regular_file() && !entry.path().filename().string().starts_with("."))
+          files.push_back(entry.path().lexically_relative(out).generic_string());
+      std::sort(files.begin(), files.end());  // directory order is the file system's; the stamp's is fixed
+      for (const auto& f : files) stamp.artifacts.push_back({f, digest_file(out / f)});
+    }
     write_file_atomically(stamp_path, stamp_json(stamp));
   });
 }

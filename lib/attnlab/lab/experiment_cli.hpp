@@ -84,6 +84,10 @@ class ExperimentCli {
   void write_table(const CsvTable& table, const std::string& file) const;
   // The tables written so far, in order.
   const std::vector<std::string>& written_tables() const { return written_; }
+  const std::vector<std::string>& artifact_dirs() const { return artifact_dirs_; }
+  // Declares a directory under --out (relative, e.g. "checkpoints/exact") whose files a shard's stamp
+  // lists as artifacts, so attnlab_merge carries them into the merged directory.
+  void add_artifact_dir(const std::string& relative_dir) const { artifact_dirs_.push_back(relative_dir); }
   // Merges `rows` into the ledger, each row naming this experiment, unless the run used given inputs: a
   // verdict is about our sweep, and the user's data yields a report about that data only.
   void write_claims(const std::vector<ClaimRow>& rows) const;
@@ -103,7 +107,7 @@ class ExperimentCli {
   std::filesystem::path judge_dir_;
   Shard shard_;
   bool split_ = false, sharded_ = false, judging_ = false;
-  mutable std::vector<std::string> written_;
+  mutable std::vector<std::string> written_, artifact_dirs_;
 };
 
 // Runs an experiment body, turning escaping exceptions into one line on stderr and

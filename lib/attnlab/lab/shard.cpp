@@ -34,6 +34,7 @@ std::string Shard::label() const { return fmt::format("{}/{}", index_, count_); 
 
 Shard::Range Shard::range(std::size_t size) const {
   // size * count fits in 64 bits for any sweep a machine can enumerate (count <= 1e5).
+  sizes_.push_back(size);
   const auto n = static_cast<std::size_t>(count_), i = static_cast<std::size_t>(index_ - 1);
   return {i * size / n, (i + 1) * size / n};
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attnlab {
 
@@ -31,7 +32,10 @@ class Shard {
     std::size_t begin = 0, end = 0;
     std::size_t size() const { return end - begin; }
   };
+  // Each call records `size` (sweep_sizes()): the stamp carries the sweep sizes, so the merge can check
+  // that every shard enumerated the same sweeps.
   Range range(std::size_t size) const;
+  const std::vector<std::size_t>& sweep_sizes() const { return sizes_; }
 
   // For a sweep that must run whole in one process (timings fitted together must come from one
   // machine): whether this shard runs sweep number `ordinal` (0, 1, ... in the experiment's order)
@@ -40,6 +44,7 @@ class Shard {
 
  private:
   int index_ = 1, count_ = 1;
+  mutable std::vector<std::size_t> sizes_;
 };
 
 }  // namespace attnlab

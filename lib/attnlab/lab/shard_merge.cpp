@@ -98,6 +98,8 @@ std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, c
       if (s.seed != first.seed) differ("seed", std::to_string(first.seed), std::to_string(s.seed));
       if (s.quick != first.quick) differ("mode", first.quick ? "quick" : "full", s.quick ? "quick" : "full");
       if (s.build != first.build) differ("build", first.build, s.build);
+      if (s.sweeps != first.sweeps) differ("sweep sizes", fmt::format("[{}]", fmt::join(first.sweeps, ", ")),
+                                           fmt::format("[{}]", fmt::join(s.sweeps, ", ")));
       const Found*& at = slot[static_cast<std::size_t>(s.shard - 1)];
       if (at != nullptr)
         throw MergeError(fmt::format("{}: shard {}/{} of {} given twice (also {})", here.string(), s.shard, s.shards,
@@ -127,6 +129,7 @@ std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, c
     merged.shard = 0;
     merged.hosts.clear();
     merged.tables.clear();
+    merged.artifacts.clear();
     for (const Found* f : slot) {
       if (f->stamp.hosts.size() != 1)
         throw MergeError(fmt::format("{}: a shard's stamp names {} hosts, not one", shard_stamp_path(f->dir, experiment).string(),
@@ -150,6 +153,15 @@ std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, c
       merged.tables.push_back({file, digest_text(text)});
       outputs.push_back({out / file, text});
     }
+    // Artifacts (checkpoints, say) belong to one shard each and are copied as they are.
+    std::map<std::string, int> owner;
+    for (const Found* f : slot)
+      for (const auto& a : f->stamp.artifacts) {
+        if (const auto [it, fresh] = owner.emplace(a.file, f->stamp.shard); !fresh)
+          throw MergeError(fmt::format("{}: shards {} and {} both wrote {}", experiment, it->second, f->stamp.shard, a.file));
+        merged.artifacts.push_back(a);
+        outputs.push_back({out / a.file, read_whole(f->dir / a.file)});
+      }
     outputs.push_back({merged_stamp_path(out, experiment), stamp_json(merged)});
     merged_names.push_back(experiment);
   }
@@ -174,7 +186,10 @@ std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, c
   }
   // 4. Write: the tables first, each experiment's merged stamp after its tables, the marker before all.
   if (*quick && !out_quick) write_file_atomically(out / kQuickMarker, kQuickMarkerText);
-  for (const auto& o : outputs) write_file_atomically(o.path, o.text);
+  for (const auto& o : outputs) {
+    fs::create_directories(o.path.parent_path());
+    write_file_atomically(o.path, o.text);
+  }
   return merged_names;
 }
 

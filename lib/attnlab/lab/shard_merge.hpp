@@ -20,6 +20,8 @@ struct MergeError : std::runtime_error {
 //   wrote the same tables with the same header; quick shards carry the quick marker.
 // Only then writes into `out`, per table: the header once, then each shard's rows in shard order; then
 // <experiment>.merged.json (every shard's host and CPU in it), and the quick marker for quick shards.
+// Artifacts (stamped files other than tables, such as checkpoints) are copied as they are; two shards
+// that wrote the same artifact are refused.
 // `out` may not be one of the shard directories, and may not hold a quick run when the shards are full
 // or the reverse. Nothing is written when any check fails. Returns the merged experiments' names, sorted.
 std::vector<std::string> merge_shards(const std::vector<std::filesystem::path>& shard_dirs,

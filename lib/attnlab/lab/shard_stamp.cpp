@@ -66,6 +66,9 @@ std::string stamp_json(const ShardStamp& s) {
   out += fmt::format("  \"seed\": \"{}\",\n", s.seed);
   out += fmt::format("  \"quick\": {},\n", s.quick ? "true" : "false");
   out += fmt::format("  \"build\": {},\n", json_quote(s.build));
+  out += "  \"sweeps\": [";
+  for (std::size_t i = 0; i < s.sweeps.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", s.sweeps[i]);
+  out += "],\n";
   out += "  \"hosts\": [";
   for (std::size_t i = 0; i < s.hosts.size(); ++i)
     out += fmt::format("{}\n    {{\"shard\": {}, \"host\": {}, \"cpu\": {}}}", i ? "," : "", s.hosts[i].shard,
@@ -75,7 +78,12 @@ std::string stamp_json(const ShardStamp& s) {
   for (std::size_t i = 0; i < s.tables.size(); ++i)
     out += fmt::format("{}\n    {{\"file\": {}, \"bytes\": {}, \"crc32\": {}}}", i ? "," : "", json_quote(s.tables[i].file),
                        s.tables[i].digest.bytes, s.tables[i].digest.crc32);
-  out += s.tables.empty() ? "]\n" : "\n  ]\n";
+  out += s.tables.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"artifacts\": [";
+  for (std::size_t i = 0; i < s.artifacts.size(); ++i)
+    out += fmt::format("{}\n    {{\"file\": {}, \"bytes\": {}, \"crc32\": {}}}", i ? "," : "", json_quote(s.artifacts[i].file),
+                       s.artifacts[i].digest.bytes, s.artifacts[i].digest.crc32);
+  out += s.artifacts.empty() ? "]\n" : "\n  ]\n";
   return out + "}\n";
 }
 
@@ -98,17 +106,27 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
     s.seed = parse_u64(json_string_field(o, "seed"), path, "seed");
     s.quick = json_bool_field(o, "quick");
     s.build = json_string_field(o, "build");
+    for (const Json& n : json_array_field(o, "sweeps")) {
+      if (!std::holds_alternative<double>(n.v) || !(std::get<double>(n.v) >= 0) || std::get<double>(n.v) > 9007199254740992.0 ||
+          std::get<double>(n.v) != static_cast<double>(static_cast<std::uint64_t>(std::get<double>(n.v))))
+        throw std::runtime_error("'sweeps' holds something other than sizes");
+      s.sweeps.push_back(static_cast<std::uint64_t>(std::get<double>(n.v)));
+    }
     for (const Json& h : json_array_field(o, "hosts")) {
       const JsonObject& ho = json_object(h, "hosts entry");
       s.hosts.push_back({static_cast<int>(json_int_field(ho, "shard")), json_string_field(ho, "host"),
                          json_string_field(ho, "cpu")});
     }
-    for (const Json& t : json_array_field(o, "tables")) {
-      const JsonObject& to = json_object(t, "tables entry");
-      const std::int64_t bytes = json_int_field(to, "bytes"), crc = json_int_field(to, "crc32");
-      if (bytes < 0 || crc < 0 || crc > 0xffffffffLL) throw std::runtime_error("a table's bytes or crc32 is out of range");
-      s.tables.push_back({json_string_field(to, "file"), {static_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(crc)}});
-    }
+    auto files = [&](const char* key, std::vector<StampedTable>& into) {
+      for (const Json& t : json_array_field(o, key)) {
+        const JsonObject& to = json_object(t, std::string(key) + " entry");
+        const std::int64_t bytes = json_int_field(to, "bytes"), crc = json_int_field(to, "crc32");
+        if (bytes < 0 || crc < 0 || crc > 0xffffffffLL) throw std::runtime_error(std::string("bytes or crc32 out of range in ") + key);
+        into.push_back({json_string_field(to, "file"), {static_cast<std::uint64_t>(bytes), static_cast<std::uint32_t>(crc)}});
+      }
+    };
+    files("tables", s.tables);
+    files("artifacts", s.artifacts);
   } catch (const std::exception& e) {
     throw StampError(fmt::format("{}: not a valid stamp: {}", path.string(), e.what()));
   }
@@ -117,11 +135,20 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
   for (const auto& t : s.tables)
     if (t.file.empty() || t.file.find('/') != std::string::npos || t.file.starts_with("."))
       throw StampError(fmt::format("{}: table name '{}' is not a plain file name", path.string(), t.file));
+  for (const auto& a : s.artifacts) {
+    const std::filesystem::path rel(a.file);
+    bool plain = !a.file.empty() && rel.is_relative();
+    for (const auto& part : rel) plain = plain && !part.empty() && part.string().front() != '.';
+    if (!plain)
+      throw StampError(fmt::format("{}: artifact path '{}' is not a plain relative path", path.string(), a.file));
+  }
   return s;
 }
 
 void check_stamped_tables(const ShardStamp& stamp, const std::filesystem::path& dir) {
-  for (const auto& t : stamp.tables) {
+  std::vector<StampedTable> all = stamp.tables;
+  all.insert(all.end(), stamp.artifacts.begin(), stamp.artifacts.end());
+  for (const auto& t : all) {
     const auto path = dir / t.file;
     if (!std::filesystem::is_regular_file(path))
       throw StampError(fmt::format("{}: missing, though {} lists it", path.string(),

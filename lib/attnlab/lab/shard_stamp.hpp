@@ -38,20 +38,25 @@ struct ShardStamp {
   std::uint64_t seed = 0;
   bool quick = false;
   std::string build;         // build_id() of the program that measured
+  std::vector<std::uint64_t> sweeps;  // the sizes of the sweeps the experiment enumerated (Shard::range), in order
   std::vector<StampHost> hosts;  // one for a shard; one per shard, in shard order, for a merged directory
   std::vector<StampedTable> tables;  // in the order the experiment wrote them
+  // Other files the run wrote, by path relative to the directory (e.g. checkpoints/exact/manifest.json):
+  // each belongs to one shard and is copied as it is by the merge.
+  std::vector<StampedTable> artifacts;
 };
 
 std::filesystem::path shard_stamp_path(const std::filesystem::path& dir, const std::string& experiment);
 std::filesystem::path merged_stamp_path(const std::filesystem::path& dir, const std::string& experiment);
 
 // The stamp as JSON text, and back. read_stamp throws StampError naming the file for anything that is
-// not a stamp this version wrote (unknown format, missing or mistyped field, a table name with a path).
+// not a stamp this version wrote (unknown format, missing or mistyped field, a table name with a path, an
+// artifact path that is absolute, climbs with "..", or is hidden).
 std::string stamp_json(const ShardStamp& stamp);
 ShardStamp read_stamp(const std::filesystem::path& path);
 
-// Throws StampError naming the first table of `stamp` in `dir` that is missing or whose size or CRC-32
-// differs from the stamp's.
+// Throws StampError naming the first table or artifact of `stamp` in `dir` that is missing or whose size
+// or CRC-32 differs from the stamp's.
 void check_stamped_tables(const ShardStamp& stamp, const std::filesystem::path& dir);
 
 // This machine's host name and CPU model (/proc/cpuinfo's "model name"; "unknown" where unreadable).
