@@ -1,0 +1,149 @@
+// Runs one experiment (named by $ATTNLAB_EXPERIMENT) whole in --quick mode, then as N shards (N = 1, 2, 3
+// and one more shard than its largest sweep has configurations, so some shards run nothing), merges the shards with
+// attnlab_merge, judges the merged directory with --judge, and checks that the merged and judged
+// directory holds the whole run's tables and ledger, byte for byte (issue 16). Timings are measured
+// anew by every run, so timing tables are compared by shape, and a claim that rests on timings by its
+// identity (id, source, metric, threshold, evidence file), not its value.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <string>
+#include <vector>
+
+#include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/shard_stamp.hpp"
+#include "support.hpp"
+
+using namespace attnlab;
+using attnlab::testing::read_text;
+using attnlab::testing::run_binary;
+using attnlab::testing::ScratchDir;
+
+namespace {
+
+bool is_timing_table(const std::string& name) { return name.ends_with("_timing.csv"); }
+bool is_table(const std::string& name) { return name.ends_with(".csv") && name != "claims.csv"; }
+
+// Whether a ledger row's verdict, observed value and note rest on wall-clock times: its evidence is a
+// timing table, or its metric measures time ("time and memory"). Only asked of experiments that time.
+bool rests_on_timings(const ClaimRow& row) {
+  return is_timing_table(std::filesystem::path(row.evidence).filename().string()) ||
+         row.metric.find("time") != std::string::npos;
+}
+bool note_cites_timings(const ClaimRow& row) {
+  return row.note.find("_timing.csv") != std::string::npos || row.note.find("time ~") != std::string::npos;
+}
+
+// A table's rows without the columns named like times (seconds, rates, *_s), so a timing table's shape and
+// configurations can be compared across runs.
+std::vector<std::vector<std::string>> untimed_cells(const std::filesystem::path& file) {
+  auto rows = read_csv_file(file);
+  if (rows.empty()) return rows;
+  std::vector<bool> keep;
+  for (const auto& h : rows[0])
+    keep.push_back(!(h.find("second") != std::string::npos || h.ends_with("_s") || h.find("per_s") != std::string::npos ||
+                     h.find("gflop") != std::string::npos || h.find("time") != std::string::npos ||
+                     h.find("rate") != std::string::npos || h.find("speed") != std::string::npos ||
+                     h == "threads"));  // the whole run uses 2 threads, the shards 1
+  for (auto& r : rows) {
+    std::vector<std::string> kept;
+    for (std::size_t c = 0; c < r.size() && c < keep.size(); ++c)
+      if (keep[c]) kept.push_back(r[c]);
+    r = std::move(kept);
+  }
+  return rows;
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
+  const char* name = std::getenv("ATTNLAB_EXPERIMENT");
+  REQUIRE_MESSAGE(name != nullptr, "set ATTNLAB_EXPERIMENT to an experiment's name");
+  INFO("experiment: " << name);
+  ScratchDir whole;
+  const auto w = run_binary(name, {"--quick", "--seed", "7", "--threads", "2", "--out", whole.path().string()});
+  INFO(w.output);
+  REQUIRE(w.exit_status == 0);
+  std::vector<std::string> tables;
+  std::size_t most_rows = 0;
+  bool times = false;
+  for (const auto& f : whole.files())
+    if (is_table(f)) {
+      tables.push_back(f);
+      times = times || is_timing_table(f);
+      most_rows = std::max(most_rows, read_csv_file(whole.path() / f).size() - 1);
+    }
+  REQUIRE(!tables.empty());
+  const auto whole_ledger = read_ledger(whole.path() / "claims.csv");
+  REQUIRE(!whole_ledger.empty());
+
+  // One more shard than the largest sweep has configurations (a 1/1 shard's stamp lists the sweep sizes):
+  // the shards past a sweep's configurations run none of it.
+  std::size_t largest = 0;
+  {
+    ScratchDir one;
+    const auto r = run_binary(name, {"--quick", "--seed", "7", "--threads", "2", "--shard", "1/1", "--out", one.path().string()});
+    INFO(r.output);
+    REQUIRE(r.exit_status == 0);
+    const ShardStamp stamp = read_stamp(shard_stamp_path(one.path(), name));
+    for (auto size : stamp.sweeps) largest = std::max<std::size_t>(largest, size);
+    CHECK(largest <= most_rows);  // every configuration writes at least one row
+  }
+  const int many = static_cast<int>(largest + 1);
+  for (int n : {1, 2, 3, many}) {
+    INFO("shards: " << n);
+    ScratchDir shards, merged;
+    std::vector<std::string> merge_args = {"--out", merged.path().string()};
+    for (int i = 1; i <= n; ++i) {
+      const auto dir = shards.path() / std::to_string(i);
+      const auto r = run_binary(name, {"--quick", "--seed", "7", "--threads", "1", "--shard", fmt::format("{}/{}", i, n),
+                                       "--out", dir.string()});
+      INFO("shard " << i << ": " << r.output);
+      REQUIRE(r.exit_status == 0);
+      CHECK(std::filesystem::exists(dir / (std::string(name) + ".shard.json")));
+      CHECK(!std::filesystem::exists(dir / "claims.csv"));  // a shard measures; only the judge writes the ledger
+      merge_args.push_back(dir.string());
+    }
+    const auto m = run_binary("attnlab_merge", merge_args);
+    INFO(m.output);
+    REQUIRE(m.exit_status == 0);
+    const auto j = run_binary(name, {"--judge", merged.path().string()});
+    INFO(j.output);
+    REQUIRE(j.exit_status == 0);
+
+    for (const auto& f : tables) {
+      INFO("table: " << f);
+      REQUIRE(std::filesystem::exists(merged.path() / f));
+      if (is_timing_table(f))
+        CHECK(untimed_cells(merged.path() / f) == untimed_cells(whole.path() / f));
+      else
+        CHECK(read_text(merged.path() / f) == read_text(whole.path() / f));
+    }
+    const auto ledger = read_ledger(merged.path() / "claims.csv");
+    REQUIRE(ledger.size() == whole_ledger.size());
+    for (std::size_t r = 0; r < ledger.size(); ++r) {
+      const ClaimRow &a = ledger[r], &b = whole_ledger[r];
+      INFO("claim " << b.id);
+      CHECK(a.id == b.id);
+      CHECK(a.source == b.source);
+      CHECK(a.metric == b.metric);
+      CHECK(a.threshold == b.threshold);
+      CHECK(a.experiment == b.experiment);
+      CHECK(std::filesystem::path(a.evidence).filename() == std::filesystem::path(b.evidence).filename());
+      if (times && rests_on_timings(b)) continue;
+      CHECK(a.verdict == b.verdict);
+      CHECK(a.observed == b.observed);  // std::optional<double>: the same double, bit for bit, or both absent
+      // Notes may cite evidence paths, which differ by directory only.
+      if (!(times && note_cites_timings(b))) CHECK(a.note == replace_all(b.note, whole.path().string(), merged.path().string()));
+    }
+  }
+}
