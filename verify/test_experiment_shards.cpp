@@ -47,6 +47,11 @@ std::vector<std::vector<std::string>> untimed_cells(const std::filesystem::path&
     keep.push_back(!(h.find("second") != std::string::npos || h.ends_with("_s") || h.find("per_s") != std::string::npos ||
                      h.find("gflop") != std::string::npos || h.find("time") != std::string::npos ||
                      h.find("rate") != std::string::npos || h.find("speed") != std::string::npos ||
+                     // Derived from times as well: repeats chosen from a first timing, exponents fitted to
+                     // times with their intervals and fit quality, the resident set's measured peak (as
+                     // noisy as a time), and which method was fastest.
+                     h == "repeats" || h.find("exponent") != std::string::npos || h.ends_with("95") ||
+                     h == "r2" || h.find("peak") != std::string::npos || h == "fastest" ||
                      h == "threads"));  // the whole run uses 2 threads, the shards 1
   for (auto& r : rows) {
     std::vector<std::string> kept;
