@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/attention/linformer_snippet.hpp"
@@ -63,71 +64,94 @@ double agreement_with_library(std::uint64_t seed) {
   return worst;
 }
 
+constexpr const char* kSource = "003_cab8b9be341236c2.txt";
+constexpr const char* kTraceTable = "linformer_snippet_trace.csv";
+constexpr const char* kSummaryTable = "linformer_snippet.csv";
+constexpr const char* kTimingTable = "linformer_snippet_timing.csv";
+constexpr const char* kDocumentedCase = "as_written_documented_shapes";
+
+std::vector<Case> make_cases(bool quick) {
+  // The usage example's shapes; the trace is shapes only and costs nothing, so it runs in --quick too.
+  std::vector<Case> cases{
+      {kDocumentedCase, snippet_as_written(4, 4096, 512, 8, 256), false},
+      // nn.Linear(dim_head, k) on the sequence axis: runs only when seq_len == dim_head.
+      {"as_written_seq_len_equals_dim_head", snippet_as_written(4, 64, 512, 8, 256), !quick},
+      {"corrected_documented_shapes", snippet_corrected(4, 4096, 512, 8, 256), !quick},
+  };
+  if (quick) {
+    cases.push_back({"as_written_seq_len_equals_dim_head_small", snippet_as_written(1, 16, 64, 4, 32), true});
+    cases.push_back({"corrected_small", snippet_corrected(1, 256, 64, 4, 32), true});
+  }
+  return cases;
+}
+
+// Traces (and, where the case says so and the trace ran, runs) the shard's cases; case i runs from
+// derive_seed(seed, i). The seconds of a forward pass are recorded, not fitted, so the timing table is
+// sharded with its cases. The library cross-check is a sweep of one, run by the shard whose block holds it.
+void measure_snippet(const ExperimentCli& cli, const Shard& shard) {
+  const std::vector<Case> cases = make_cases(cli.options().quick);
+  const Shard::Range range = shard.range(cases.size());
+  CsvTable trace({text_col("case"), int_col("step"), text_col("operation"), text_col("result")});
+  CsvTable summary({text_col("case"), int_col("batch"), int_col("seq_len"), int_col("dim"), int_col("heads"), int_col("k"),
+                    int_col("proj_in_features"), text_col("runs"), text_col("failing_step"), text_col("error"),
+                    text_col("output_shape"), text_col("output_shape_matches_input"), text_col("run_numerically"),
+                    text_col("numeric_output_shape"), text_col("numeric_output_finite"), real_col("multiply_adds")});
+  CsvTable timing({text_col("case"), real_col("seconds"), real_col("multiply_adds")});
+  for (std::size_t i = range.begin; i < range.end; ++i) {
+    const auto& cs = cases[i];
+    const SnippetTrace t = trace_snippet(cs.config);
+    for (std::size_t s = 0; s < t.steps.size(); ++s)
+      trace.add_row({cs.name, static_cast<long>(s), t.steps[s].operation,
+                     t.steps[s].shape.empty() && s + 1 == t.steps.size() && !t.ran ? "RuntimeError: " + t.error
+                                                                                   : shape_string(t.steps[s].shape)});
+    Run r;
+    if (cs.run_numerically && t.ran) {
+      r = run_forward(cs.config, derive_seed(cli.options().seed, i));
+      timing.add_row({cs.name, r.seconds, snippet_multiply_adds(cs.config)});
+    }
+    summary.add_row({cs.name, cs.config.batch, cs.config.seq_len, cs.config.dim, cs.config.heads, cs.config.k,
+                     cs.config.proj_in_features, t.ran, t.failing_step, t.error, t.ran ? shape_string(t.output_shape) : "",
+                     t.output_shape_matches_input, cs.run_numerically && t.ran, r.shape, r.finite,
+                     snippet_multiply_adds(cs.config)});
+  }
+  cli.write_table(trace, kTraceTable);
+  cli.write_table(summary, kSummaryTable);
+  cli.write_table(timing, kTimingTable);
+  if (shard.range(1).size() == 1) {
+    const double agreement = agreement_with_library(derive_seed(cli.options().seed, 100));
+    if (!(agreement < kResidualRatioThreshold))
+      throw std::runtime_error(fmt::format("corrected snippet and the library's Linformer layer disagree (ratio {})", agreement));
+  }
+}
+
+// L4 from linformer_snippet.csv: whether the snippet as written runs at the documented shapes and returns
+// the input's shape.
+ClaimRow judge_snippet(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kSummaryTable);
+  std::size_t row = t.rows();
+  for (std::size_t i = 0; i < t.rows() && row == t.rows(); ++i)
+    if (t.text(i, "case") == kDocumentedCase) row = i;
+  if (row == t.rows()) throw std::runtime_error(fmt::format("{}: no row for case {}", t.path().string(), kDocumentedCase));
+  const bool ran = t.text(row, "runs") == "true";
+  const bool documented_ok = ran && t.text(row, "output_shape_matches_input") == "true";
+  const std::string documented_failure = ran ? "" : t.text(row, "failing_step") + " raises RuntimeError: " + t.text(row, "error");
+  return {"L4", kSource, documented_ok ? Verdict::holds : Verdict::fails,
+          "the snippet as written returns an output of the input's shape for batch 4, L 4096, dim 512, heads 8, k 256 (1 = yes, 0 = no)",
+          documented_ok ? 1.0 : 0.0, 1.0, cli.evidence_path(kSummaryTable),
+          documented_ok ? "runs as documented"
+                        : documented_failure +
+                              "; proj_k = nn.Linear(dim_head, k) meets the sequence axis (size L) after k.transpose(-1, -2), so it runs "
+                              "only when L = dim_head = 64; with nn.Linear(seq_len, k) it returns (4, 4096, 512) and, in eval mode with "
+                              "zero projection biases, equals our Linformer layer"};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_snippet", "L4: the explainer's LinformerAttention snippet, traced and run");
   cli.app().footer("Takes no .npy inputs: it traces the shapes of a code snippet, not values.");
+  cli.split_measurement();
   cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const bool quick = cli.options().quick;
-    // The usage example's shapes; the trace is shapes only and costs nothing, so it runs in --quick too.
-    const SnippetConfig documented = snippet_as_written(4, 4096, 512, 8, 256);
-    std::vector<Case> cases{
-        {"as_written_documented_shapes", documented, false},
-        // nn.Linear(dim_head, k) on the sequence axis: runs only when seq_len == dim_head.
-        {"as_written_seq_len_equals_dim_head", snippet_as_written(4, 64, 512, 8, 256), !quick},
-        {"corrected_documented_shapes", snippet_corrected(4, 4096, 512, 8, 256), !quick},
-    };
-    if (quick) {
-      cases.push_back({"as_written_seq_len_equals_dim_head_small", snippet_as_written(1, 16, 64, 4, 32), true});
-      cases.push_back({"corrected_small", snippet_corrected(1, 256, 64, 4, 32), true});
-    }
-
-    CsvTable trace({text_col("case"), int_col("step"), text_col("operation"), text_col("result")});
-    CsvTable summary({text_col("case"), int_col("batch"), int_col("seq_len"), int_col("dim"), int_col("heads"), int_col("k"),
-                      int_col("proj_in_features"), text_col("runs"), text_col("failing_step"), text_col("error"),
-                      text_col("output_shape"), text_col("output_shape_matches_input"), text_col("run_numerically"),
-                      text_col("numeric_output_shape"), text_col("numeric_output_finite"), real_col("multiply_adds")});
-    CsvTable timing({text_col("case"), real_col("seconds"), real_col("multiply_adds")});
-    bool documented_ok = false;
-    std::string documented_failure;
-    for (std::size_t i = 0; i < cases.size(); ++i) {
-      const auto& cs = cases[i];
-      const SnippetTrace t = trace_snippet(cs.config);
-      for (std::size_t s = 0; s < t.steps.size(); ++s)
-        trace.add_row({cs.name, static_cast<long>(s), t.steps[s].operation,
-                       t.steps[s].shape.empty() && s + 1 == t.steps.size() && !t.ran ? "RuntimeError: " + t.error
-                                                                                     : shape_string(t.steps[s].shape)});
-      Run r;
-      if (cs.run_numerically && t.ran) {
-        r = run_forward(cs.config, derive_seed(cli.options().seed, i));
-        timing.add_row({cs.name, r.seconds, snippet_multiply_adds(cs.config)});
-      }
-      summary.add_row({cs.name, cs.config.batch, cs.config.seq_len, cs.config.dim, cs.config.heads, cs.config.k,
-                       cs.config.proj_in_features, t.ran, t.failing_step, t.error,
-                       t.ran ? shape_string(t.output_shape) : "", t.output_shape_matches_input,
-                       cs.run_numerically && t.ran, r.shape, r.finite, snippet_multiply_adds(cs.config)});
-      if (i == 0) {
-        documented_ok = t.ran && t.output_shape_matches_input;
-        documented_failure = t.ran ? "" : t.failing_step + " raises RuntimeError: " + t.error;
-      }
-    }
-    cli.write_table(trace, "linformer_snippet_trace.csv");
-    cli.write_table(summary, "linformer_snippet.csv");
-    cli.write_table(timing, "linformer_snippet_timing.csv");
-    const double agreement = agreement_with_library(derive_seed(cli.options().seed, 100));
-    if (!(agreement < kResidualRatioThreshold))
-      throw std::runtime_error(fmt::format("corrected snippet and the library's Linformer layer disagree (ratio {})", agreement));
-
-    ClaimRow row{"L4", "003_cab8b9be341236c2.txt", documented_ok ? Verdict::holds : Verdict::fails,
-                 "the snippet as written returns an output of the input's shape for batch 4, L 4096, dim 512, heads 8, k 256 (1 = yes, 0 = no)",
-                 documented_ok ? 1.0 : 0.0, 1.0, cli.evidence_path("linformer_snippet.csv"),
-                 documented_ok ? "runs as documented"
-                               : documented_failure +
-                                     "; proj_k = nn.Linear(dim_head, k) meets the sequence axis (size L) after k.transpose(-1, -2), so it runs "
-                                     "only when L = dim_head = 64; with nn.Linear(seq_len, k) it returns (4, 4096, 512) and, in eval mode with "
-                                     "zero projection biases, equals our Linformer layer"};
-    cli.write_claims({row});
-  });
+  return run_experiment(cli, {[&](const Shard& shard) { measure_snippet(cli, shard); },
+                              [&](const std::filesystem::path& dir) { return std::vector<ClaimRow>{judge_snippet(cli, dir)}; }});
 }
