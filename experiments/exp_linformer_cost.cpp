@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/attention/linformer.hpp"
@@ -44,10 +45,6 @@ std::vector<Point> make_points(bool quick) {
   return p;
 }
 
-double size_of(const Point& p) {
-  return static_cast<double>(p.sweep == "n" ? p.n : p.sweep == "k" ? p.k : p.d);
-}
-
 struct Measured {
   double median = 0, min = 0;
   double peak_bytes = std::numeric_limits<double>::quiet_NaN();  // NaN: /proc could not be reset or read
@@ -74,104 +71,139 @@ Measured measure(const Point& p, int repeats, std::uint64_t seed) {
   return m;
 }
 
-}  // namespace
+constexpr const char* kCountsTable = "linformer_cost.csv";
+constexpr const char* kTimingTable = "linformer_cost_timing.csv";
+constexpr const char* kCountFitsTable = "linformer_cost_fits.csv";
+constexpr const char* kTimeFitsTable = "linformer_cost_fits_timing.csv";
 
-int main(int argc, char** argv) {
-  ExperimentCli cli("exp_linformer_cost", "U7, L2: Linformer time and memory against n, k, d");
-  cli.app().footer("Takes no .npy inputs: it times sizes, not values (exp_linformer_theorems and exp_linformer_rank take --q --k --v).");
-  cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
+// The size a point's sweep varies, read back from a table row.
+double size_of(const TableReader& t, std::size_t row) {
+  const std::string& sweep = t.text(row, "sweep");
+  return static_cast<double>(t.integer(row, sweep == "n" ? "n" : sweep == "k" ? "k" : "d"));
+}
+
+// Counts and the buffer model: exact functions of the shapes, so the shard's block of the points.
+void measure_counts(const ExperimentCli& cli, const Shard& shard) {
+  const auto points = make_points(cli.options().quick);
+  const Shard::Range range = shard.range(points.size());
+  CsvTable counts({text_col("sweep"), int_col("n"), int_col("d"), int_col("k"), real_col("multiply_adds"),
+                   real_col("exponentials"), real_col("workspace_bytes_double"), real_col("input_bytes_double")});
+  for (std::size_t i = range.begin; i < range.end; ++i) {
+    const auto& p = points[i];
+    const auto c = linformer_cost(p.n, p.d, p.d, p.k, sizeof(double));
+    counts.add_row({p.sweep, p.n, p.d, p.k, c.multiply_adds, c.exponentials, c.workspace_bytes, c.input_bytes});
+  }
+  cli.write_table(counts, kCountsTable);
+}
+
+// Timings and peak memory of every point: a timing sweep (its exponents are fitted over wall-clock
+// times), so it runs whole in one shard, the experiment's first timing sweep; the others write its
+// header only. Point i is drawn from derive_seed(seed, i) in both precisions.
+void measure_timing(const ExperimentCli& cli, const Shard& shard) {
+  // Timings run one at a time on the main thread: a timing shares the machine with nothing of ours.
+  CsvTable timing({text_col("sweep"), text_col("precision"), int_col("n"), int_col("d"), int_col("k"),
+                   int_col("repeats"), real_col("median_seconds"), real_col("min_seconds"),
+                   real_col("multiply_adds_per_second"),
+                   // NaN where /proc/self/clear_refs cannot reset the high-water mark (not Linux, no permission).
+                   real_col("measured_peak_bytes", true), real_col("workspace_bytes")});
+  if (shard.runs_whole(0)) {
     // Large buffers from mmap go back to the system when freed, so each call's growth of the
     // resident set shows its own buffers rather than reused heap.
     mallopt(M_MMAP_THRESHOLD, 64 * 1024);
     const bool quick = cli.options().quick;
     const int repeats = quick ? 3 : 5;
     const auto points = make_points(quick);
-
-    // Counts and the buffer model: exact functions of the shapes.
-    CsvTable counts({text_col("sweep"), int_col("n"), int_col("d"), int_col("k"), real_col("multiply_adds"),
-                     real_col("exponentials"), real_col("workspace_bytes_double"), real_col("input_bytes_double")});
-    // Timings run one at a time on the main thread: a timing shares the machine with nothing of ours.
-    CsvTable timing({text_col("sweep"), text_col("precision"), int_col("n"), int_col("d"), int_col("k"),
-                     int_col("repeats"), real_col("median_seconds"), real_col("min_seconds"),
-                     real_col("multiply_adds_per_second"),
-                     // NaN where /proc/self/clear_refs cannot reset the high-water mark (not Linux, no permission).
-                     real_col("measured_peak_bytes", true), real_col("workspace_bytes")});
-    std::vector<Measured> md(points.size()), mf(points.size());
     for (std::size_t i = 0; i < points.size(); ++i) {
       const auto& p = points[i];
       const auto c = linformer_cost(p.n, p.d, p.d, p.k, sizeof(double));
-      counts.add_row({p.sweep, p.n, p.d, p.k, c.multiply_adds, c.exponentials, c.workspace_bytes, c.input_bytes});
-      md[i] = measure<double>(p, repeats, derive_seed(cli.options().seed, i));
-      mf[i] = measure<float>(p, repeats, derive_seed(cli.options().seed, i));
+      const Measured md = measure<double>(p, repeats, derive_seed(cli.options().seed, i));
+      const Measured mf = measure<float>(p, repeats, derive_seed(cli.options().seed, i));
       for (int prec = 0; prec < 2; ++prec) {
-        const Measured& m = prec ? mf[i] : md[i];
+        const Measured& m = prec ? mf : md;
         timing.add_row({p.sweep, prec ? "float" : "double", p.n, p.d, p.k, repeats, m.median, m.min,
                         c.multiply_adds / m.median, m.peak_bytes,
                         linformer_cost(p.n, p.d, p.d, p.k, prec ? sizeof(float) : sizeof(double)).workspace_bytes});
       }
     }
-    cli.write_table(counts, "linformer_cost.csv");
-    cli.write_table(timing, "linformer_cost_timing.csv");
+  }
+  cli.write_table(timing, kTimingTable);
+}
 
-    // Fitted exponents per sweep: of the counts and model (deterministic) and of the timings
-    // and measured peaks (machine-dependent, hence the *_timing file).
-    CsvTable fits_count({text_col("sweep"), text_col("quantity"), real_col("exponent"), real_col("exponent_low"),
-                         real_col("exponent_high"), real_col("r2")});
-    CsvTable fits_time({text_col("sweep"), text_col("quantity"), real_col("exponent"), real_col("exponent_low"),
-                        real_col("exponent_high"), real_col("r2")});
-    double worst_time = 0, u7_time = 0, u7_mem = 0, u7_model = 0;
-    std::string per_sweep;  // "L 1.02, k 1.07, d 0.54" for the note
-    bool mem_measured = true;
-    for (const std::string sweep : {"n", "k", "d"}) {
-      std::vector<double> x, ops, model, td, tf, mem;
-      for (std::size_t i = 0; i < points.size(); ++i) {
-        if (points[i].sweep != sweep) continue;
-        const auto& p = points[i];
-        const auto c = linformer_cost(p.n, p.d, p.d, p.k, sizeof(double));
-        x.push_back(size_of(p));
-        ops.push_back(c.multiply_adds);
-        model.push_back(c.workspace_bytes);
-        td.push_back(md[i].median);
-        tf.push_back(mf[i].median);
-        if (std::isfinite(md[i].peak_bytes) && md[i].peak_bytes > 0) mem.push_back(md[i].peak_bytes);
-        else mem_measured = false;
+// U7, L2 from linformer_cost.csv and linformer_cost_timing.csv: fitted exponents per sweep of the counts
+// and model (deterministic, linformer_cost_fits.csv) and of the timings and measured peaks
+// (machine-dependent, linformer_cost_fits_timing.csv).
+std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader counts(dir / kCountsTable), timing(dir / kTimingTable);
+  CsvTable fits_count({text_col("sweep"), text_col("quantity"), real_col("exponent"), real_col("exponent_low"),
+                       real_col("exponent_high"), real_col("r2")});
+  CsvTable fits_time({text_col("sweep"), text_col("quantity"), real_col("exponent"), real_col("exponent_low"),
+                      real_col("exponent_high"), real_col("r2")});
+  double worst_time = 0, u7_time = 0, u7_mem = 0, u7_model = 0;
+  std::string per_sweep;  // "L 1.02, k 1.07, d 0.54" for the note
+  bool mem_measured = true;
+  for (const std::string sweep : {"n", "k", "d"}) {
+    std::vector<double> x, ops, model, xt, td, tf, mem;
+    for (std::size_t i = 0; i < counts.rows(); ++i) {
+      if (counts.text(i, "sweep") != sweep) continue;
+      x.push_back(size_of(counts, i));
+      ops.push_back(counts.real(i, "multiply_adds"));
+      model.push_back(counts.real(i, "workspace_bytes_double"));
+    }
+    for (std::size_t i = 0; i < timing.rows(); ++i) {
+      if (timing.text(i, "sweep") != sweep) continue;
+      if (timing.text(i, "precision") == "float") {
+        tf.push_back(timing.real(i, "median_seconds"));
+        continue;
       }
-      const auto add = [&](CsvTable& t, const char* what, const std::vector<double>& y) {
-        const PowerLawFit f = fit_power_law(x, y);
-        t.add_row({sweep, what, f.slope, f.slope_interval.lower, f.slope_interval.upper, f.r_squared});
-        return f.slope;
-      };
-      add(fits_count, "multiply_adds", ops);
-      const double model_slope = add(fits_count, "workspace_bytes", model);
-      const double sd = add(fits_time, "median_seconds_double", td);
-      add(fits_time, "median_seconds_float", tf);
-      worst_time = std::max(worst_time, std::abs(sd - 1));
-      per_sweep += fmt::format("{}{} {:.2f}", per_sweep.empty() ? "" : ", ", sweep == "n" ? "L" : sweep, sd);
-      double mem_slope = std::numeric_limits<double>::quiet_NaN();
-      if (mem.size() == x.size()) mem_slope = add(fits_time, "measured_peak_bytes", mem);
-      if (sweep == "n") u7_time = sd, u7_mem = mem_slope, u7_model = model_slope;
+      xt.push_back(size_of(timing, i));
+      td.push_back(timing.real(i, "median_seconds"));
+      const double peak = timing.real(i, "measured_peak_bytes");
+      if (std::isfinite(peak) && peak > 0) mem.push_back(peak);
+      else mem_measured = false;
     }
-    cli.write_table(fits_count, "linformer_cost_fits.csv");
-    cli.write_table(fits_time, "linformer_cost_fits_timing.csv");
+    const auto add = [&](CsvTable& t, const char* what, const std::vector<double>& xs, const std::vector<double>& y) {
+      const PowerLawFit f = fit_power_law(xs, y);
+      t.add_row({sweep, what, f.slope, f.slope_interval.lower, f.slope_interval.upper, f.r_squared});
+      return f.slope;
+    };
+    add(fits_count, "multiply_adds", x, ops);
+    const double model_slope = add(fits_count, "workspace_bytes", x, model);
+    const double sd = add(fits_time, "median_seconds_double", xt, td);
+    add(fits_time, "median_seconds_float", xt, tf);
+    worst_time = std::max(worst_time, std::abs(sd - 1));
+    per_sweep += fmt::format("{}{} {:.2f}", per_sweep.empty() ? "" : ", ", sweep == "n" ? "L" : sweep, sd);
+    double mem_slope = std::numeric_limits<double>::quiet_NaN();
+    if (mem.size() == xt.size()) mem_slope = add(fits_time, "measured_peak_bytes", xt, mem);
+    if (sweep == "n") u7_time = sd, u7_mem = mem_slope, u7_model = model_slope;
+  }
+  cli.write_table(fits_count, kCountFitsTable);
+  cli.write_table(fits_time, kTimeFitsTable);
 
-    const auto linear = [](double s) { return std::abs(s - 1) <= kExponentTolerance; };
-    std::vector<ClaimRow> rows;
-    {
-      const bool mem_ok = linear(u7_model) && (!mem_measured || linear(u7_mem));
-      ClaimRow r{"U7", "002_cfe0fd4ab08b70f3.txt", linear(u7_time) && mem_ok ? Verdict::holds : Verdict::fails,
-                 "fitted exponent of Linformer's median time in n at fixed k (double)", u7_time, 1 + kExponentTolerance,
-                 cli.evidence_path("linformer_cost_timing.csv"),
-                 fmt::format("linear means |exponent - 1| <= {}; workspace model exponent {:.3f}; measured peak-memory exponent {}",
-                             kExponentTolerance, u7_model, mem_measured ? fmt::format("{:.3f}", u7_mem) : "not measurable here")};
-      rows.push_back(r);
-    }
-    rows.push_back({"L2", "003_cab8b9be341236c2.txt", worst_time <= kExponentTolerance ? Verdict::holds : Verdict::fails,
-                    "largest |exponent - 1| of the median time (double) against L, k and d separately", worst_time,
-                    kExponentTolerance, cli.evidence_path("linformer_cost_timing.csv"),
-                    "time exponents (double) " + per_sweep +
-                        "; the softmax's L k exponentials do not scale with d, so O(L k d') undercounts at small d'; "
-                        "fits in linformer_cost_fits_timing.csv, memory model L(d + k) + k d in linformer_cost.csv"});
-    cli.write_claims(rows);
-  });
+  const auto linear = [](double s) { return std::abs(s - 1) <= kExponentTolerance; };
+  const bool mem_ok = linear(u7_model) && (!mem_measured || linear(u7_mem));
+  return {{"U7", "002_cfe0fd4ab08b70f3.txt", linear(u7_time) && mem_ok ? Verdict::holds : Verdict::fails,
+           "fitted exponent of Linformer's median time in n at fixed k (double)", u7_time, 1 + kExponentTolerance,
+           cli.evidence_path(kTimingTable),
+           fmt::format("linear means |exponent - 1| <= {}; workspace model exponent {:.3f}; measured peak-memory exponent {}",
+                       kExponentTolerance, u7_model, mem_measured ? fmt::format("{:.3f}", u7_mem) : "not measurable here")},
+          {"L2", "003_cab8b9be341236c2.txt", worst_time <= kExponentTolerance ? Verdict::holds : Verdict::fails,
+           "largest |exponent - 1| of the median time (double) against L, k and d separately", worst_time,
+           kExponentTolerance, cli.evidence_path(kTimingTable),
+           "time exponents (double) " + per_sweep +
+               "; the softmax's L k exponentials do not scale with d, so O(L k d') undercounts at small d'; "
+               "fits in linformer_cost_fits_timing.csv, memory model L(d + k) + k d in linformer_cost.csv"}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ExperimentCli cli("exp_linformer_cost", "U7, L2: Linformer time and memory against n, k, d");
+  cli.app().footer("Takes no .npy inputs: it times sizes, not values (exp_linformer_theorems and exp_linformer_rank take --q --k --v).");
+  cli.split_measurement();
+  cli.parse(argc, argv);
+  const auto measure = [&](const Shard& shard) {
+    measure_counts(cli, shard);
+    measure_timing(cli, shard);
+  };
+  return run_experiment(cli, {measure, [&](const std::filesystem::path& dir) { return judge_cost(cli, dir); }});
 }
