@@ -10,6 +10,7 @@
 #include "attnlab/attention/registry.hpp"
 #include "attnlab/core/head_stack.hpp"
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/progress.hpp"
@@ -86,78 +87,73 @@ double time_method(const Method& m, Impl impl, const MethodParams& p, const Meth
   return median_seconds([&] { keep_alive(run()); }, repeats, false);
 }
 
-}  // namespace
+constexpr const char* kCountsTable = "five_attentions_cost.csv";
+constexpr const char* kScalingTable = "five_attentions_scaling_timing.csv";
+constexpr const char* kGridTable = "five_attentions_grid_timing.csv";
 
-int main(int argc, char** argv) {
-  ExperimentCli cli("exp_five_attentions_cost", "U14, U15: time and memory of the five attentions (seed 002, Table 1 and Figure 3)");
-  cli.app().footer("Takes no .npy inputs: it times sizes, not values (the accuracy experiments take --q --k --v).");
-  cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const bool quick = cli.options().quick;
-    const auto all = methods();
-    Rng rng(derive_seed(cli.options().seed, 0));
+// U14's shape: one head, d = 64 (32 in --quick), n growing.
+struct ScalingShape {
+  Eigen::Index d;
+  std::vector<Eigen::Index> ns;
+};
 
-    // 1. U14: one head, d = 64, n growing: counted work and memory (deterministic table),
-    //    median times (timing table), fitted exponents in n.
-    const Eigen::Index d14 = quick ? 32 : 64;
-    const std::vector<Eigen::Index> ns = quick ? std::vector<Eigen::Index>{128, 256, 512, 1024}
-                                               : std::vector<Eigen::Index>{256, 512, 1024, 2048, 4096, 8192};
-    CsvTable counts({text_col("method"), int_col("n"), int_col("d"), real_col("multiply_adds"), real_col("workspace_bytes")});
-    CsvTable scaling({text_col("method"), text_col("impl"), int_col("n"), int_col("d"), real_col("median_seconds")});
-    std::map<std::string, std::vector<double>> secs, work, mem;
-    Progress p14("U14 scaling", ns.size() * all.size());
-    for (Eigen::Index n : ns) {
-      const Stack q = gaussian_stack(1, 1, n, d14, rng), k = gaussian_stack(1, 1, n, d14, rng), v = gaussian_stack(1, 1, n, d14, rng);
+ScalingShape scaling_shape(bool quick) {
+  return {quick ? 32 : 64, quick ? std::vector<Eigen::Index>{128, 256, 512, 1024}
+                                 : std::vector<Eigen::Index>{256, 512, 1024, 2048, 4096, 8192}};
+}
+
+// U14's counted work and memory: exact functions of the shapes, so the shard's block of the
+// configurations (n, method) in that nesting.
+void measure_counts(const ExperimentCli& cli, const std::vector<Method>& all, const Shard& shard) {
+  const ScalingShape shape = scaling_shape(cli.options().quick);
+  CsvTable counts({text_col("method"), int_col("n"), int_col("d"), real_col("multiply_adds"), real_col("workspace_bytes")});
+  const Shard::Range range = shard.range(shape.ns.size() * all.size());
+  for (std::size_t i = range.begin; i < range.end; ++i) {
+    const Eigen::Index n = shape.ns[i / all.size()];
+    const Method& m = all[i % all.size()];
+    const AttentionCost c = m.method.cost(params_at(n), n, shape.d, sizeof(float));
+    counts.add_row({m.name(), n, shape.d, c.multiply_adds, c.workspace_bytes});
+  }
+  cli.write_table(counts, kCountsTable);
+}
+
+// The two timing sweeps, each whole in one shard (timing sweep 0: U14's median times against n;
+// timing sweep 1: U15's Figure 3 grid); a shard running neither writes their headers only. Both draw
+// from one stream, derive_seed(seed, 0), U14 first: a shard timing the grid but not U14 replays U14's
+// draws untimed, so the grid's inputs are today's.
+void measure_timings(const ExperimentCli& cli, const std::vector<Method>& all, const Shard& shard) {
+  const bool quick = cli.options().quick;
+  const bool time_scaling = shard.runs_whole(0), time_grid = shard.runs_whole(1);
+  Rng rng(derive_seed(cli.options().seed, 0));
+
+  // 1. U14: one head, n growing: median times of every kernel.
+  const ScalingShape shape = scaling_shape(quick);
+  CsvTable scaling({text_col("method"), text_col("impl"), int_col("n"), int_col("d"), real_col("median_seconds")});
+  if (time_scaling || time_grid) {
+    Progress p14("U14 scaling", time_scaling ? shape.ns.size() * all.size() : 0);
+    for (Eigen::Index n : shape.ns) {
+      const Stack q = gaussian_stack(1, 1, n, shape.d, rng), k = gaussian_stack(1, 1, n, shape.d, rng),
+                  v = gaussian_stack(1, 1, n, shape.d, rng);
       const MethodParams p = params_at(n);
       for (const Method& m : all) {
-        const AttentionCost c = m.method.cost(p, n, d14, sizeof(float));
-        counts.add_row({m.name(), n, d14, c.multiply_adds, c.workspace_bytes});
-        const MethodDraws draws = m.method.draw(p, n, d14, rng);
-        for (Impl impl : m.impls()) {
-          const double t = time_method(m, impl, p, draws, q, k, v, quick ? 3 : 5);
-          scaling.add_row({m.name(), to_string(impl), n, d14, t});
-          if (impl == m.user_impl()) secs[m.name()].push_back(t);
-        }
-        work[m.name()].push_back(c.multiply_adds);
-        mem[m.name()].push_back(c.workspace_bytes);
+        const MethodDraws draws = m.method.draw(p, n, shape.d, rng);
+        if (!time_scaling) continue;
+        for (Impl impl : m.impls())
+          scaling.add_row({m.name(), to_string(impl), n, shape.d, time_method(m, impl, p, draws, q, k, v, quick ? 3 : 5)});
         p14.tick();
       }
     }
-    const std::string counts_file = "five_attentions_cost.csv", scaling_file = "five_attentions_scaling_timing.csv";
-    cli.write_table(counts, counts_file);
-    cli.write_table(scaling, scaling_file);
+  }
+  cli.write_table(scaling, kScalingTable);
 
-    // Verdict U14, by a rule fixed here: each method's time exponent (from timings) and
-    // memory exponent (from counted workspace) may exceed Table 1's by at most 0.3.
-    std::vector<double> x(ns.begin(), ns.end());
-    WorstByCondition table1;
-    std::string fits;
-    for (const Method& m : all) {
-      const std::string& name = m.name();
-      const PowerLawFit t = fit_power_law(x, secs[name]);
-      const PowerLawFit w = fit_power_law(x, work[name]);
-      const PowerLawFit b = fit_power_law(x, mem[name]);
-      table1.add(name + "_time", name + " time (Table 1: n^" + format_real(m.table1_time_exponent_n) + ")",
-                 t.slope - m.table1_time_exponent_n);
-      table1.add(name + "_memory", name + " memory (Table 1: n^" + format_real(m.table1_memory_exponent_n) + ")",
-                 b.slope - m.table1_memory_exponent_n);
-      fits += fmt::format("{} ({}): time ~ n^{:.2f} [{:.2f}, {:.2f}], counted work ~ n^{:.2f}, workspace ~ n^{:.2f}; ", name,
-                          to_string(m.user_impl()), t.slope, t.slope_interval.lower, t.slope_interval.upper, w.slope, b.slope);
-    }
-    Judgement u14 = judge_by_condition(table1, kExponentTolerance);
-    u14.note = (u14.note.empty() ? "" : u14.note + " ") + fits +
-               fmt::format("d = {}, one head, float; each method timed in its fast kernel where it has one, the reference "
-                           "beside it; timings in {}.", d14, scaling_file);
-
-    // 2. U15: Figure 3's grid (batch 32, heads 4, n in {128 .. 2048}, d in {32, 64}) on
-    //    this CPU, every method on the same inputs; which is fastest where.
+  // 2. U15: Figure 3's grid (batch 32, heads 4, n in {128 .. 2048}, d in {32, 64}) on
+  //    this CPU, every method on the same inputs; which is fastest where.
+  CsvTable grid({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
+                 int_col("threads"), real_col("median_seconds"), text_col("fastest")});
+  if (time_grid) {
     const Eigen::Index batch = quick ? 2 : 32, heads = quick ? 2 : 4;
     const std::vector<Eigen::Index> grid_n = quick ? std::vector<Eigen::Index>{128, 256} : std::vector<Eigen::Index>{128, 256, 512, 768, 1024, 2048};
     const std::vector<Eigen::Index> grid_d = quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{32, 64};
-    CsvTable grid({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
-                   int_col("threads"), real_col("median_seconds"), text_col("fastest")});
-    WorstByCondition linear_fastest;  // per cell: 0 when a linear form is fastest, 1 otherwise
-    std::string fastest_list;
     Progress p15("U15 grid", grid_n.size() * grid_d.size() * all.size());
     for (Eigen::Index d : grid_d)
       for (Eigen::Index n : grid_n) {
@@ -182,23 +178,89 @@ int main(int argc, char** argv) {
             grid.add_row({all[i].name(), to_string(impls[j]), batch, heads, n, d, cli.options().threads, t_impl[i][j],
                           i == best && impls[j] == all[i].user_impl() ? "yes" : "no"});
         }
-        const bool linear = all[best].name().starts_with("linear");
-        linear_fastest.add(linear ? "linear" : "other", linear ? "cells where a linear form is fastest" : "cells where another method is fastest",
-                           linear ? 0.0 : 1.0);
-        fastest_list += fmt::format("{}(n={},d={}) ", all[best].name(), n, d);
       }
-    const std::string grid_file = "five_attentions_grid_timing.csv";
-    cli.write_table(grid, grid_file);
-    // Verdict U15, fixed here: holds if a linear form is the fastest method in every cell;
-    // conditional if in some; fails if in none.
-    Judgement u15 = judge_by_condition(linear_fastest, 0.5);
-    u15.note = (u15.note.empty() ? "" : u15.note + " ") + "fastest per cell: " + fastest_list +
-               fmt::format("(CPU, float, {} threads, fast kernels where a method has one; the report measured a T4 GPU).",
-                           cli.options().threads);
+  }
+  cli.write_table(grid, kGridTable);
+}
 
-    cli.write_claims({ClaimRow{"U14", kSource, u14.verdict, "max (fitted exponent in n - Table 1's exponent) over five methods, time and memory; Table 1 gives upper bounds",
-                              u14.observed, kExponentTolerance, cli.evidence_path(counts_file), u14.note},
-                     ClaimRow{"U15", kSource, u15.verdict, "1 if in some grid cell a method other than linear attention is fastest, else 0",
-                              u15.observed, 0.5, cli.evidence_path(grid_file), u15.note}});
-  });
+// U14 from five_attentions_cost.csv (counted work and workspace) and five_attentions_scaling_timing.csv
+// (the user's kernel's median times), by a rule fixed here: each method's time exponent (from timings)
+// and memory exponent (from counted workspace) may exceed Table 1's by at most 0.3.
+ClaimRow judge_scaling(const ExperimentCli& cli, const std::vector<Method>& all, const std::filesystem::path& dir) {
+  const TableReader counts(dir / kCountsTable), scaling(dir / kScalingTable);
+  std::vector<double> x;  // the lengths, in the sweep's order
+  std::int64_t d = 0;
+  std::map<std::string, std::vector<double>> secs, work, mem;
+  for (std::size_t i = 0; i < counts.rows(); ++i) {
+    const auto n = static_cast<double>(counts.integer(i, "n"));
+    if (std::find(x.begin(), x.end(), n) == x.end()) x.push_back(n);
+    d = counts.integer(i, "d");
+    work[counts.text(i, "method")].push_back(counts.real(i, "multiply_adds"));
+    mem[counts.text(i, "method")].push_back(counts.real(i, "workspace_bytes"));
+  }
+  for (const Method& m : all)
+    for (std::size_t i = 0; i < scaling.rows(); ++i)
+      if (scaling.text(i, "method") == m.name() && scaling.text(i, "impl") == to_string(m.user_impl()))
+        secs[m.name()].push_back(scaling.real(i, "median_seconds"));
+  WorstByCondition table1;
+  std::string fits;
+  for (const Method& m : all) {
+    const std::string& name = m.name();
+    const PowerLawFit t = fit_power_law(x, secs[name]);
+    const PowerLawFit w = fit_power_law(x, work[name]);
+    const PowerLawFit b = fit_power_law(x, mem[name]);
+    table1.add(name + "_time", name + " time (Table 1: n^" + format_real(m.table1_time_exponent_n) + ")",
+               t.slope - m.table1_time_exponent_n);
+    table1.add(name + "_memory", name + " memory (Table 1: n^" + format_real(m.table1_memory_exponent_n) + ")",
+               b.slope - m.table1_memory_exponent_n);
+    fits += fmt::format("{} ({}): time ~ n^{:.2f} [{:.2f}, {:.2f}], counted work ~ n^{:.2f}, workspace ~ n^{:.2f}; ", name,
+                        to_string(m.user_impl()), t.slope, t.slope_interval.lower, t.slope_interval.upper, w.slope, b.slope);
+  }
+  Judgement u14 = judge_by_condition(table1, kExponentTolerance);
+  u14.note = (u14.note.empty() ? "" : u14.note + " ") + fits +
+             fmt::format("d = {}, one head, float; each method timed in its fast kernel where it has one, the reference "
+                         "beside it; timings in {}.", d, kScalingTable);
+  return {"U14", kSource, u14.verdict, "max (fitted exponent in n - Table 1's exponent) over five methods, time and memory; Table 1 gives upper bounds",
+          u14.observed, kExponentTolerance, cli.evidence_path(kCountsTable), u14.note};
+}
+
+// U15 from five_attentions_grid_timing.csv, fixed here: holds if a linear form is the fastest method in
+// every cell; conditional if in some; fails if in none.
+ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader grid(dir / kGridTable);
+  WorstByCondition linear_fastest;  // per cell: 0 when a linear form is fastest, 1 otherwise
+  std::string fastest_list;
+  std::int64_t threads = 0;  // of the run that timed the grid
+  for (std::size_t i = 0; i < grid.rows(); ++i) {
+    threads = grid.integer(i, "threads");
+    if (grid.text(i, "fastest") != "yes") continue;  // one row per cell, in the grid's order
+    const std::string& best = grid.text(i, "method");
+    const bool linear = best.starts_with("linear");
+    linear_fastest.add(linear ? "linear" : "other", linear ? "cells where a linear form is fastest" : "cells where another method is fastest",
+                       linear ? 0.0 : 1.0);
+    fastest_list += fmt::format("{}(n={},d={}) ", best, grid.integer(i, "n"), grid.integer(i, "d"));
+  }
+  Judgement u15 = judge_by_condition(linear_fastest, 0.5);
+  u15.note = (u15.note.empty() ? "" : u15.note + " ") + "fastest per cell: " + fastest_list +
+             fmt::format("(CPU, float, {} threads, fast kernels where a method has one; the report measured a T4 GPU).", threads);
+  return {"U15", kSource, u15.verdict, "1 if in some grid cell a method other than linear attention is fastest, else 0",
+          u15.observed, 0.5, cli.evidence_path(kGridTable), u15.note};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ExperimentCli cli("exp_five_attentions_cost", "U14, U15: time and memory of the five attentions (seed 002, Table 1 and Figure 3)");
+  cli.app().footer("Takes no .npy inputs: it times sizes, not values (the accuracy experiments take --q --k --v).");
+  cli.split_measurement();
+  cli.parse(argc, argv);
+  const auto all = methods();
+  const auto measure = [&](const Shard& shard) {
+    measure_counts(cli, all, shard);
+    measure_timings(cli, all, shard);
+  };
+  const auto judge = [&](const std::filesystem::path& dir) {
+    return std::vector<ClaimRow>{judge_scaling(cli, all, dir), judge_grid(cli, dir)};
+  };
+  return run_experiment(cli, {measure, judge});
 }
