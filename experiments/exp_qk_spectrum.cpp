@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/linalg/numerical_rank.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
@@ -107,66 +108,83 @@ std::vector<Config> sweep(bool quick, const GivenInputs& given) {
   return configs;
 }
 
+constexpr const char* kTable = "qk_spectrum.csv";
+
+// Measures the shard's configurations of the sweep and writes their rows (float, then double, per configuration).
+void measure_spectrum(const ExperimentCli& cli, const Shard& shard) {
+  const auto configs = sweep(cli.options().quick, cli.given());
+  const Shard::Range range = shard.range(configs.size());
+  const auto outcomes = run_trials<Outcome>(range.size(), "qk spectrum", [&](std::size_t j) {
+    const std::size_t i = range.begin + j;
+    const Config& c = configs[i];
+    Rng rng(derive_seed(cli.options().seed, i));
+    const QkWeights w = cli.uses_given() ? cli.given().qk_weights() : make_qk_weights(c.family, c.d, c.dk, rng);
+    const Eigen::MatrixXd y = gaussian_matrix(c.d, kProbes, rng);
+    return Outcome{measure<float>(w, y), measure<double>(w, y)};
+  });
+
+  CsvTable table({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), int_col("rank_M"),
+                  int_col("nonzero_eig_S"), int_col("positive_eig_S"), int_col("negative_eig_S"),
+                  real_col("eig_residual_ratio"), real_col("eig_orthogonality_ratio"), real_col("r6_ratio_dk_pairs"),
+                  real_col("r6_ratio_all_pairs"), real_col("r10_ratio_random_y"), real_col("r10_ratio_y_in_span")});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const Config& c = configs[range.begin + j];
+    for (const auto& [precision, m] : {std::pair{"float", outcomes[j].single}, std::pair{"double", outcomes[j].dbl}})
+      table.add_row({c.family, c.d, c.dk, precision, m.rank_m, m.nonzero_s, m.positive_s, m.negative_s,
+                     m.eig_residual, m.eig_orthogonality, m.r6_dk, m.r6_all, m.r10_random, m.r10_in_span});
+  }
+  cli.write_table(table, kTable);
+}
+
+// R2, R5, R6, R10 from the table on disk, after the QR-path decomposition's own check on every row.
+std::vector<ClaimRow> judge_spectrum(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kTable);
+  WorstByCondition r2, r5, r6, r10;
+  double worst_check = 0, r6_all_worst = 0;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const std::string& family = t.text(i, "family");
+    const std::string& desc = qk_family_description(family);
+    const std::int64_t d = t.integer(i, "d"), dk_count = t.integer(i, "d_k");
+    const double dk = static_cast<double>(dk_count);
+    r2.add(family, desc, static_cast<double>(t.integer(i, "rank_M")) / dk);
+    r5.add(family, desc, static_cast<double>(t.integer(i, "nonzero_eig_S")) / dk);
+    r6.add(family, desc, t.real(i, "r6_ratio_dk_pairs"));
+    r6_all_worst = std::max(r6_all_worst, t.real(i, "r6_ratio_all_pairs"));
+    const double r10_random = t.real(i, "r10_ratio_random_y"), r10_in_span = t.real(i, "r10_ratio_y_in_span");
+    // R10's condition is where y lies and whether U is square, not the weight family.
+    if (dk_count == d) r10.add("square", "square U (d_k = d)", std::max(r10_random, r10_in_span));
+    else {
+      r10.add("in_span", "y in the span of U", r10_in_span);
+      r10.add("random", "random y with d_k < d (y outside span(U))", r10_random);
+    }
+    worst_check = std::max({worst_check, t.real(i, "eig_residual_ratio"), t.real(i, "eig_orthogonality_ratio")});
+  }
+  if (!(worst_check <= kResidualRatioThreshold))
+    throw std::runtime_error(fmt::format("the QR-path eigen-decomposition failed its own check (worst ratio {}); see {}",
+                                         worst_check, kTable));
+
+  auto row = [&](const std::string& id, const WorstByCondition& w, double threshold, const std::string& metric,
+                 const std::string& extra = "") {
+    Judgement j = judge_by_condition(w, threshold);
+    if (!extra.empty()) j.note += (j.note.empty() ? "" : " ") + extra;
+    return ClaimRow{id, kSource, j.verdict, metric, j.observed, threshold, cli.evidence_path(kTable), j.note};
+  };
+  return {row("R2", r2, kCountRatioThreshold, "max numerical rank(W_Q W_K^T) / d_k (SVD, tol max(d,d) eps sigma_max)"),
+          row("R5", r5, kCountRatioThreshold, "max count of nonzero eigenvalues of S_w / d_k (tol d eps max|lambda|)",
+              "S_w = (M + M^T)/2 has rank up to 2 d_k, with eigenvalues of both signs (see positive_eig_S, negative_eig_S)."),
+          row("R6", r6, kResidualRatioThreshold,
+              "max scaled |y^T M y - sum_{i<=d_k} lambda_i (u_i^T y)^2| / (d ||S_w|| ||y||^2 eps)",
+              fmt::format("Keeping all nonzero eigenpairs (up to 2 d_k) instead gives a worst ratio of {:.3g}.", r6_all_worst)),
+          row("R10", r10, kResidualRatioThreshold, "max scaled | ||U^T y|| - ||y|| | / (d ||y|| eps), U = d x d_k leading eigenvectors")};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_spectrum", "R2, R5, R6, R10: rank and spectrum of W_Q W_K^T and S_w (seed 000)",
                     GivenKind::qk_weights);
+  cli.split_measurement();
   cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const auto configs = sweep(cli.options().quick, cli.given());
-    const auto outcomes = run_trials<Outcome>(configs.size(), "qk spectrum", [&](std::size_t i) {
-      const Config& c = configs[i];
-      Rng rng(derive_seed(cli.options().seed, i));
-      const QkWeights w = cli.uses_given() ? cli.given().qk_weights() : make_qk_weights(c.family, c.d, c.dk, rng);
-      const Eigen::MatrixXd y = gaussian_matrix(c.d, kProbes, rng);
-      return Outcome{measure<float>(w, y), measure<double>(w, y)};
-    });
-
-    CsvTable table({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), int_col("rank_M"),
-                    int_col("nonzero_eig_S"), int_col("positive_eig_S"), int_col("negative_eig_S"),
-                    real_col("eig_residual_ratio"), real_col("eig_orthogonality_ratio"), real_col("r6_ratio_dk_pairs"),
-                    real_col("r6_ratio_all_pairs"), real_col("r10_ratio_random_y"), real_col("r10_ratio_y_in_span")});
-    WorstByCondition r2, r5, r6, r10;
-    double worst_check = 0, r6_all_worst = 0;
-    for (std::size_t i = 0; i < configs.size(); ++i) {
-      const Config& c = configs[i];
-      const std::string& desc = qk_family_description(c.family);
-      for (const auto& [precision, m] : {std::pair{"float", outcomes[i].single}, std::pair{"double", outcomes[i].dbl}}) {
-        table.add_row({c.family, c.d, c.dk, precision, m.rank_m, m.nonzero_s, m.positive_s, m.negative_s,
-                       m.eig_residual, m.eig_orthogonality, m.r6_dk, m.r6_all, m.r10_random, m.r10_in_span});
-        const double dk = static_cast<double>(c.dk);
-        r2.add(c.family, desc, static_cast<double>(m.rank_m) / dk);
-        r5.add(c.family, desc, static_cast<double>(m.nonzero_s) / dk);
-        r6.add(c.family, desc, m.r6_dk);
-        r6_all_worst = std::max(r6_all_worst, m.r6_all);
-        // R10's condition is where y lies and whether U is square, not the weight family.
-        if (c.dk == c.d) r10.add("square", "square U (d_k = d)", std::max(m.r10_random, m.r10_in_span));
-        else {
-          r10.add("in_span", "y in the span of U", m.r10_in_span);
-          r10.add("random", "random y with d_k < d (y outside span(U))", m.r10_random);
-        }
-        worst_check = std::max({worst_check, m.eig_residual, m.eig_orthogonality});
-      }
-    }
-    const std::string file = "qk_spectrum.csv";
-    cli.write_table(table, file);
-    if (!(worst_check <= kResidualRatioThreshold))
-      throw std::runtime_error(fmt::format("the QR-path eigen-decomposition failed its own check (worst ratio {}); see {}",
-                                           worst_check, file));
-
-    auto row = [&](const std::string& id, const WorstByCondition& w, double t, const std::string& metric,
-                   const std::string& extra = "") {
-      Judgement j = judge_by_condition(w, t);
-      if (!extra.empty()) j.note += (j.note.empty() ? "" : " ") + extra;
-      return ClaimRow{id, kSource, j.verdict, metric, j.observed, t, cli.evidence_path(file), j.note};
-    };
-    cli.write_claims({row("R2", r2, kCountRatioThreshold, "max numerical rank(W_Q W_K^T) / d_k (SVD, tol max(d,d) eps sigma_max)"),
-                     row("R5", r5, kCountRatioThreshold, "max count of nonzero eigenvalues of S_w / d_k (tol d eps max|lambda|)",
-                         "S_w = (M + M^T)/2 has rank up to 2 d_k, with eigenvalues of both signs (see positive_eig_S, negative_eig_S)."),
-                     row("R6", r6, kResidualRatioThreshold,
-                         "max scaled |y^T M y - sum_{i<=d_k} lambda_i (u_i^T y)^2| / (d ||S_w|| ||y||^2 eps)",
-                         fmt::format("Keeping all nonzero eigenpairs (up to 2 d_k) instead gives a worst ratio of {:.3g}.", r6_all_worst)),
-                     row("R10", r10, kResidualRatioThreshold, "max scaled | ||U^T y|| - ||y|| | / (d ||y|| eps), U = d x d_k leading eigenvectors")});
-  });
+  return run_experiment(cli, {[&](const Shard& shard) { measure_spectrum(cli, shard); },
+                              [&](const std::filesystem::path& dir) { return judge_spectrum(cli, dir); }});
 }
