@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
@@ -83,69 +84,91 @@ double condition_number(const Eigen::MatrixXd& w) {
   return s(s.size() - 1) > 0 ? s(0) / s(s.size() - 1) : std::numeric_limits<double>::infinity();
 }
 
+// The sweep: d x d_k x cond(W) x repetition, or the one configuration of the given weights (and X).
+std::vector<Config> sweep(bool quick, const GivenInputs& given) {
+  const Eigen::Index n = given.has("x") ? given.matrix("x").rows() : quick ? 32 : 128;
+  std::vector<Config> configs;
+  if (given.used()) {
+    const QkWeights w = given.qk_weights();
+    configs.push_back({w.wq.rows(), w.wq.cols(), n, std::max(condition_number(w.wq), condition_number(w.wk)), 0});
+  } else {
+    for (Eigen::Index d : quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{64, 256})
+      for (Eigen::Index dk : quick ? std::vector<Eigen::Index>{4, 8} : std::vector<Eigen::Index>{8, 32})
+        for (double cond : quick ? std::vector<double>{1, 1e4} : std::vector<double>{1, 1e2, 1e4, 1e6})
+          for (int rep = 0; rep < (quick ? 1 : 3); ++rep) configs.push_back({d, dk, n, cond, rep});
+  }
+  return configs;
+}
+
+constexpr const char* kTable = "qk_precision.csv";
+
+// Measures the shard's configurations of the sweep and writes their rows (float, then double, per configuration).
+void measure_precision(const ExperimentCli& cli, const Shard& shard) {
+  const GivenInputs& given = cli.given();
+  const auto configs = sweep(cli.options().quick, given);
+  const Shard::Range range = shard.range(configs.size());
+  const auto results = run_trials<std::pair<Errors, Errors>>(range.size(), "qk precision", [&](std::size_t j) {
+    const std::size_t i = range.begin + j;
+    const Config& c = configs[i];
+    Rng rng(derive_seed(cli.options().seed, i));
+    // W_Q, W_K given or with singular values spread from 1 to 1/cond; X given or gaussian; W_V gaussian.
+    Eigen::MatrixXd wq, wk;
+    if (given.used()) {
+      wq = given.matrix("wq");
+      wk = given.matrix("wk");
+    } else {
+      const Eigen::VectorXd s = geometric_spectrum(c.dk, c.cond);
+      wq = matrix_with_singular_values(c.d, c.dk, s, rng);
+      wk = matrix_with_singular_values(c.d, c.dk, s, rng);
+    }
+    const Eigen::MatrixXd x = given.has("x") ? given.matrix("x") : gaussian_matrix(c.n, c.d, rng);
+    const Eigen::MatrixXd wv = gaussian_matrix(c.d, c.dk, rng, 1.0 / std::sqrt(static_cast<double>(c.d)));
+    return std::pair{measure<float, double>(x, wq, wk, wv), measure<double, long double>(x, wq, wk, wv)};
+  });
+
+  CsvTable table({int_col("d"), int_col("d_k"), int_col("n"), real_col("cond_W", true), int_col("rep"), text_col("precision"),
+                  real_col("direct_scores_error"), real_col("dense_eig_scores_error"), real_col("qr_eig_scores_error"),
+                  real_col("direct_output_error"), real_col("dense_eig_output_error"), real_col("qr_eig_output_error")});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const Config& c = configs[range.begin + j];
+    for (const auto& [precision, e] : {std::pair{"float", results[j].first}, std::pair{"double", results[j].second}})
+      table.add_row({c.d, c.dk, c.n, c.cond, c.rep, precision, e.direct_scores, e.dense_scores, e.qr_scores,
+                     e.direct_output, e.dense_output, e.qr_output});
+  }
+  cli.write_table(table, kTable);
+}
+
+// R9 from the table on disk: the largest amplification of the eigen routes' score error over the direct
+// product's. A claim of one direction ("rounding affects the result"): holds at or above the threshold,
+// fails below it; no condition splits it.
+std::vector<ClaimRow> judge_precision(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kTable);
+  double worst = 0;
+  std::string worst_where;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const double direct = t.real(i, "direct_scores_error"), dense = t.real(i, "dense_eig_scores_error"),
+                 qr = t.real(i, "qr_eig_scores_error");
+    const double amp = std::max(dense, qr) / direct;
+    if (amp > worst) {
+      worst = amp;
+      worst_where = fmt::format("{} at d = {}, d_k = {}, cond(W) = {:g} (direct {:.2g}, dense-eig route {:.2g}, QR route {:.2g})",
+                                t.text(i, "precision"), t.integer(i, "d"), t.integer(i, "d_k"), t.real(i, "cond_W"), direct,
+                                dense, qr);
+    }
+  }
+  const bool affects = worst >= kAmplificationThreshold;
+  return {ClaimRow{"R9", kSource, affects ? Verdict::holds : Verdict::fails,
+                   "max over configurations of (relative score error of the eigen route) / (relative error of the direct product), same precision",
+                   worst, kAmplificationThreshold, cli.evidence_path(kTable), "largest amplification: " + worst_where}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_precision", "R9: rounding of the eigen-decomposition route vs the direct product (seed 000)",
                     GivenKind::qk_weights_x);
+  cli.split_measurement();
   cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const bool quick = cli.options().quick;
-    const GivenInputs& given = cli.given();
-    const Eigen::Index n = given.has("x") ? given.matrix("x").rows() : quick ? 32 : 128;
-    std::vector<Config> configs;
-    if (given.used()) {
-      const QkWeights w = given.qk_weights();
-      configs.push_back({w.wq.rows(), w.wq.cols(), n, std::max(condition_number(w.wq), condition_number(w.wk)), 0});
-    } else {
-      for (Eigen::Index d : quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{64, 256})
-        for (Eigen::Index dk : quick ? std::vector<Eigen::Index>{4, 8} : std::vector<Eigen::Index>{8, 32})
-          for (double cond : quick ? std::vector<double>{1, 1e4} : std::vector<double>{1, 1e2, 1e4, 1e6})
-            for (int rep = 0; rep < (quick ? 1 : 3); ++rep) configs.push_back({d, dk, n, cond, rep});
-    }
-
-    const auto results = run_trials<std::pair<Errors, Errors>>(configs.size(), "qk precision", [&](std::size_t i) {
-      const Config& c = configs[i];
-      Rng rng(derive_seed(cli.options().seed, i));
-      // W_Q, W_K given or with singular values spread from 1 to 1/cond; X given or gaussian; W_V gaussian.
-      Eigen::MatrixXd wq, wk;
-      if (given.used()) {
-        wq = given.matrix("wq");
-        wk = given.matrix("wk");
-      } else {
-        const Eigen::VectorXd s = geometric_spectrum(c.dk, c.cond);
-        wq = matrix_with_singular_values(c.d, c.dk, s, rng);
-        wk = matrix_with_singular_values(c.d, c.dk, s, rng);
-      }
-      const Eigen::MatrixXd x = given.has("x") ? given.matrix("x") : gaussian_matrix(c.n, c.d, rng);
-      const Eigen::MatrixXd wv = gaussian_matrix(c.d, c.dk, rng, 1.0 / std::sqrt(static_cast<double>(c.d)));
-      return std::pair{measure<float, double>(x, wq, wk, wv), measure<double, long double>(x, wq, wk, wv)};
-    });
-
-    CsvTable table({int_col("d"), int_col("d_k"), int_col("n"), real_col("cond_W", true), int_col("rep"), text_col("precision"),
-                    real_col("direct_scores_error"), real_col("dense_eig_scores_error"), real_col("qr_eig_scores_error"),
-                    real_col("direct_output_error"), real_col("dense_eig_output_error"), real_col("qr_eig_output_error")});
-    double worst = 0;
-    std::string worst_where;
-    for (std::size_t i = 0; i < configs.size(); ++i) {
-      const Config& c = configs[i];
-      for (const auto& [precision, e] : {std::pair{"float", results[i].first}, std::pair{"double", results[i].second}}) {
-        table.add_row({c.d, c.dk, c.n, c.cond, c.rep, precision, e.direct_scores, e.dense_scores, e.qr_scores,
-                       e.direct_output, e.dense_output, e.qr_output});
-        const double amp = std::max(e.dense_scores, e.qr_scores) / e.direct_scores;
-        if (amp > worst) {
-          worst = amp;
-          worst_where = fmt::format("{} at d = {}, d_k = {}, cond(W) = {:g} (direct {:.2g}, dense-eig route {:.2g}, QR route {:.2g})",
-                                    precision, c.d, c.dk, c.cond, e.direct_scores, e.dense_scores, e.qr_scores);
-        }
-      }
-    }
-    const std::string file = "qk_precision.csv";
-    cli.write_table(table, file);
-    const bool affects = worst >= kAmplificationThreshold;
-    cli.write_claims({ClaimRow{"R9", kSource, affects ? Verdict::holds : Verdict::fails,
-                              "max over configurations of (relative score error of the eigen route) / (relative error of the direct product), same precision",
-                              worst, kAmplificationThreshold, cli.evidence_path(file),
-                              "largest amplification: " + worst_where}});
-  });
+  return run_experiment(cli, {[&](const Shard& shard) { measure_precision(cli, shard); },
+                              [&](const std::filesystem::path& dir) { return judge_precision(cli, dir); }});
 }
