@@ -10,6 +10,7 @@
 
 #include "attnlab/theory/attention_params.hpp"
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/progress.hpp"
@@ -17,6 +18,7 @@
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/rng.hpp"
 #include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 
@@ -58,6 +60,214 @@ SplitResult head_split(Eigen::Index n, Eigen::Index d, Eigen::Index h, Rng& rng)
   return r;
 }
 
+// S1's grid: every (d, d_k) with d_k stepping by max(1, d / 64).
+struct ParamPoint {
+  std::int64_t d, dk;
+};
+std::vector<ParamPoint> param_grid(bool quick) {
+  std::vector<ParamPoint> grid;
+  for (std::int64_t d : quick ? std::vector<std::int64_t>{8, 64} : std::vector<std::int64_t>{8, 64, 512, 768, 4096})
+    for (std::int64_t dk = 1; dk <= d; dk += std::max<std::int64_t>(1, d / 64)) grid.push_back({d, dk});
+  return grid;
+}
+
+// S2's count grid: n x d x (d_k / d), the same in quick and full runs (counting costs nothing).
+const std::vector<double> kFractions = {1.0 / 16, 1.0 / 8, 1.0 / 4, 1.0 / 2, 3.0 / 4, 1.0};
+struct CostPoint {
+  double n, d, dk;
+};
+std::vector<CostPoint> cost_grid() {
+  std::vector<CostPoint> grid;
+  for (double n : {16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0})
+    for (double d : {64.0, 256.0, 1024.0, 4096.0})
+      for (double fraction : kFractions) grid.push_back({n, d, fraction * d});
+  return grid;
+}
+
+// S2's timed configurations.
+struct TimedConfig {
+  Eigen::Index n, d, dk;
+};
+std::vector<TimedConfig> timed_grid(bool quick) {
+  std::vector<TimedConfig> timed;
+  for (Eigen::Index n : quick ? std::vector<Eigen::Index>{32, 64} : std::vector<Eigen::Index>{64, 256, 1024})
+    for (Eigen::Index d : quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{64, 256})
+      for (Eigen::Index dk : {d / 8, d / 4, d / 2, 3 * d / 4, d}) timed.push_back({n, d, dk});
+  return timed;
+}
+
+// S3's trials: float and double, several widths, head counts and lengths.
+struct SplitTrial {
+  Eigen::Index n, d, h;
+  bool single;
+};
+std::vector<SplitTrial> split_trials(bool quick) {
+  std::vector<SplitTrial> trials;
+  for (Eigen::Index n : quick ? std::vector<Eigen::Index>{1, 7} : std::vector<Eigen::Index>{1, 7, 64})
+    for (Eigen::Index d : quick ? std::vector<Eigen::Index>{8, 64} : std::vector<Eigen::Index>{8, 64, 512})
+      for (Eigen::Index h : {1, 2, 4, 8})
+        for (bool single : {false, true}) trials.push_back({n, d, h, single});
+  return trials;
+}
+
+constexpr const char* kParamsTable = "qk_merge_params.csv";
+constexpr const char* kCostsTable = "qk_merge_costs.csv";
+constexpr const char* kTimingTable = "qk_merge_timing.csv";
+constexpr const char* kSplitTable = "qk_merge_head_split.csv";
+
+// Measures the shard's share of S1's and S2's count grids and of S3's trials, and S2's timing sweep (timing
+// sweep 0) whole if it falls to this shard; writes all four tables.
+void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
+  const bool quick = cli.options().quick;
+  const std::uint64_t seed = cli.options().seed;
+
+  // S1: exact parameter counts; the claim's rule "factored smaller iff d > 2 d_k".
+  CsvTable params({int_col("d"), int_col("d_k"), int_col("merged"), int_col("factored"),
+                   text_col("factored_smaller"), text_col("d_gt_2dk")});
+  const auto grid = param_grid(quick);
+  const Shard::Range params_range = shard.range(grid.size());
+  for (std::size_t i = params_range.begin; i < params_range.end; ++i) {
+    const auto [d, dk] = grid[i];
+    const bool smaller = factored_parameter_count(d, dk) < merged_parameter_count(d);
+    params.add_row({d, dk, merged_parameter_count(d), factored_parameter_count(d, dk), smaller, d > 2 * dk});
+  }
+  cli.write_table(params, kParamsTable);
+
+  // S2 counts: multiply-adds of the two computations over a wide grid.
+  CsvTable costs({int_col("n"), int_col("d"), int_col("d_k"), real_col("factored_madds"), real_col("merged_madds"),
+                  real_col("crossover_d_k"), text_col("factored_cheaper")});
+  const auto cost_points = cost_grid();
+  const Shard::Range costs_range = shard.range(cost_points.size());
+  for (std::size_t i = costs_range.begin; i < costs_range.end; ++i) {
+    const auto [n, d, dk] = cost_points[i];
+    const double fac = factored_score_multiply_adds(n, d, dk), mer = merged_score_multiply_adds(n, d);
+    costs.add_row({long(n), long(d), long(dk), fac, mer, crossover_head_dim(n, d), fac < mer});
+  }
+  cli.write_table(costs, kCostsTable);
+
+  // S2 timing: float, one thread, medians of `repeats` runs, serially so runs never compete.
+  CsvTable timing({int_col("n"), int_col("d"), int_col("d_k"), real_col("factored_seconds"),
+                   real_col("merged_seconds"), text_col("factored_faster"), text_col("factored_cheaper_by_count")});
+  if (shard.runs_whole(0)) {
+    const auto timed = timed_grid(quick);
+    Progress progress("S2 timing", timed.size());
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      const auto& c = timed[i];
+      Rng rng(derive_seed(seed, i));
+      const Mat<float> x = gaussian_matrix<float>(c.n, c.d, rng), wq = gaussian_matrix<float>(c.d, c.dk, rng),
+                       wk = gaussian_matrix<float>(c.d, c.dk, rng);
+      const Mat<float> w = wq * wk.transpose();
+      const double tf = median_seconds([&] { keep_alive(factored_scores(x, wq, wk)); }, repeats);
+      const double tm = median_seconds([&] { keep_alive(merged_scores(x, w)); }, repeats);
+      const bool by_count = factored_score_multiply_adds(double(c.n), double(c.d), double(c.dk)) <
+                            merged_score_multiply_adds(double(c.n), double(c.d));
+      timing.add_row({c.n, c.d, c.dk, tf, tm, tf < tm, by_count});
+      progress.tick();
+    }
+  }
+  cli.write_table(timing, kTimingTable);
+
+  // S3: the head split, in parallel; each trial's seed from its index in the whole sweep.
+  const auto trials = split_trials(quick);
+  const Shard::Range split_range = shard.range(trials.size());
+  std::vector<SplitResult> split(split_range.size());
+  const auto count = static_cast<std::ptrdiff_t>(split_range.size());
+#pragma omp parallel for schedule(dynamic)
+  for (std::ptrdiff_t j = 0; j < count; ++j) {
+    const std::size_t i = split_range.begin + static_cast<std::size_t>(j);
+    Rng rng(derive_seed(seed ^ 0x5bd1e995ULL, i));
+    const auto& t = trials[i];
+    split[static_cast<std::size_t>(j)] = t.single ? head_split<float>(t.n, t.d, t.h, rng) : head_split<double>(t.n, t.d, t.h, rng);
+  }
+  CsvTable split_table({int_col("n"), int_col("d_model"), int_col("h"), text_col("precision"),
+                        text_col("reference_bitwise"), text_col("gemm_bitwise"), real_col("gemm_ratio")});
+  for (std::size_t j = 0; j < split.size(); ++j) {
+    const auto& t = trials[split_range.begin + j];
+    split_table.add_row({t.n, t.d, t.h, t.single ? "float" : "double", split[j].reference_bitwise, split[j].gemm_bitwise,
+                         split[j].gemm_ratio});
+  }
+  cli.write_table(split_table, kSplitTable);
+}
+
+// S1 from qk_merge_params.csv: the grid points where "factored smaller" and "d > 2 d_k" disagree.
+ClaimRow judge_s1(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kParamsTable);
+  int mismatch = 0;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const std::int64_t d = t.integer(i, "d"), dk = t.integer(i, "d_k");
+    mismatch += (t.integer(i, "factored") < t.integer(i, "merged")) != (d > 2 * dk);
+  }
+  return {"S1", kSource, mismatch == 0 ? Verdict::holds : Verdict::fails,
+          "grid points where (2 d d_k < d^2) differs from (d > 2 d_k) (count)", double(mismatch), kNoMismatch,
+          cli.evidence_path(kParamsTable), fmt::format("{} (d, d_k) points; exact integer counts d^2 and 2 d d_k", t.rows())};
+}
+
+// S2 from qk_merge_costs.csv (the verdict) and qk_merge_timing.csv (the timed winner, in the note).
+// Fixed rule: holds if the factored form is cheaper at every grid point, fails if at none, conditional
+// otherwise (the condition being the exact crossover). A grid point per condition: judge_by_condition's
+// verdict is that rule; the note is this claim's own.
+ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, int repeats) {
+  const TableReader costs(dir / kCostsTable);
+  WorstByCondition points;
+  int cheaper = 0;
+  double min_cross_frac = 1, max_cross_frac = 0;
+  std::vector<int> cheaper_at(kFractions.size(), 0), points_at(kFractions.size(), 0);  // by d_k / d
+  for (std::size_t i = 0; i < costs.rows(); ++i) {
+    const std::int64_t n = costs.integer(i, "n"), d = costs.integer(i, "d"), dk = costs.integer(i, "d_k");
+    std::size_t fi = 0;
+    while (fi < kFractions.size() && long(kFractions[fi] * double(d)) != dk) ++fi;
+    if (fi == kFractions.size())
+      throw std::runtime_error(fmt::format("{}: row {}: d_k = {} is no grid fraction of d = {}", costs.path().string(), i + 1, dk, d));
+    const bool fac_cheaper = costs.real(i, "factored_madds") < costs.real(i, "merged_madds");
+    points.add(fmt::format("{},{},{}", n, d, dk), "", fac_cheaper ? 0.0 : 1.0);
+    cheaper += fac_cheaper;
+    cheaper_at[fi] += fac_cheaper;
+    ++points_at[fi];
+    const double cross_frac = costs.real(i, "crossover_d_k") / double(d);
+    min_cross_frac = std::min(min_cross_frac, cross_frac);
+    max_cross_frac = std::max(max_cross_frac, cross_frac);
+  }
+  const TableReader timing(dir / kTimingTable);
+  int agree = 0;
+  for (std::size_t i = 0; i < timing.rows(); ++i)
+    agree += timing.text(i, "factored_faster") == timing.text(i, "factored_cheaper_by_count");
+
+  std::string by_fraction;
+  for (std::size_t fi = 0; fi < kFractions.size(); ++fi)
+    by_fraction += fmt::format("{}d_k/d = {:.4g}: {}/{}", fi ? "; " : "", kFractions[fi], cheaper_at[fi], points_at[fi]);
+  return {"S2", kSource, judge_by_condition(points, 0.0).verdict,
+          "fraction of (n, d, d_k) grid points where factored multiply-adds < merged",
+          double(cheaper) / double(costs.rows()), 1.0, cli.evidence_path(kCostsTable),
+          fmt::format("counts equal the comment's formulas 2 n d d_k + n^2 d_k and n d^2 + n^2 d exactly (Eigen GEMM does a b c "
+                      "multiply-adds); factored is cheaper iff d_k < d (d + n) / (2 d + n), which over the grid lies between "
+                      "{:.3f} d and {:.3f} d; factored cheaper at [{}]; timed winner (float, 1 thread, median of {}) agrees "
+                      "with the count in {}/{} configurations ({})",
+                      min_cross_frac, max_cross_frac, by_fraction, repeats, agree, timing.rows(),
+                      cli.evidence_path(kTimingTable))};
+}
+
+// S3 from qk_merge_head_split.csv: the fixed-order kernel bitwise in every trial and Eigen's GEMM within
+// rounding. Two criteria, both needed; no condition under which it holds in part.
+ClaimRow judge_s3(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kSplitTable);
+  std::size_t ref_bitwise = 0, gemm_bitwise = 0;
+  double worst_split = 0;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    ref_bitwise += t.text(i, "reference_bitwise") == "true";
+    gemm_bitwise += t.text(i, "gemm_bitwise") == "true";
+    worst_split = std::max(worst_split, t.real(i, "gemm_ratio"));
+  }
+  const bool holds = ref_bitwise == t.rows() && worst_split <= kRatioThreshold;
+  return {"S3", kSource, holds ? Verdict::holds : Verdict::fails,
+          "max entrywise |split GEMM - per-head GEMM| / (d eps (|X||W|^T + |b|)), float and double; the "
+          "fixed-order kernel must be bitwise equal",
+          worst_split, kRatioThreshold, cli.evidence_path(kSplitTable),
+          fmt::format("fixed-order dot products: bitwise equal in {}/{} trials (each output uses only its own row of W); "
+                      "Eigen's GEMM: bitwise in {}/{}, the rest equal at rounding level (Eigen chooses its product kernel "
+                      "from the shapes, so the order of the d-term sums may differ between the whole and the split)",
+                      ref_bitwise, t.rows(), gemm_bitwise, t.rows())};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,146 +275,10 @@ int main(int argc, char** argv) {
   cli.app().footer("Takes no .npy inputs: it counts parameters and operations and times sizes, none of which depend on weight values.");
   int repeats = 5;
   cli.app().add_option("--repeats", repeats, "timed repeats per configuration (median kept)")->check(CLI::Range(1, 1000));
+  cli.split_measurement();
   cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const bool quick = cli.options().quick;
-    const std::uint64_t seed = cli.options().seed;
-
-    // S1: exact parameter counts; the claim's rule "factored smaller iff d > 2 d_k".
-    CsvTable params({int_col("d"), int_col("d_k"), int_col("merged"), int_col("factored"),
-                     text_col("factored_smaller"), text_col("d_gt_2dk")});
-    int s1_mismatch = 0, s1_points = 0;
-    for (std::int64_t d : quick ? std::vector<std::int64_t>{8, 64} : std::vector<std::int64_t>{8, 64, 512, 768, 4096})
-      for (std::int64_t dk = 1; dk <= d; dk += std::max<std::int64_t>(1, d / 64)) {
-        const bool smaller = factored_parameter_count(d, dk) < merged_parameter_count(d);
-        params.add_row({d, dk, merged_parameter_count(d), factored_parameter_count(d, dk), smaller, d > 2 * dk});
-        s1_mismatch += smaller != (d > 2 * dk);
-        ++s1_points;
-      }
-    cli.write_table(params, "qk_merge_params.csv");
-
-    // S2 counts: multiply-adds of the two computations over a wide grid.
-    CsvTable costs({int_col("n"), int_col("d"), int_col("d_k"), real_col("factored_madds"), real_col("merged_madds"),
-                    real_col("crossover_d_k"), text_col("factored_cheaper")});
-    int cheaper = 0, cost_points = 0;
-    double min_cross_frac = 1, max_cross_frac = 0;
-    const std::vector<double> fractions = {1.0 / 16, 1.0 / 8, 1.0 / 4, 1.0 / 2, 3.0 / 4, 1.0};
-    std::vector<int> cheaper_at(fractions.size(), 0), points_at(fractions.size(), 0);  // by d_k / d
-    for (double n : {16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0})
-      for (double d : {64.0, 256.0, 1024.0, 4096.0})
-        for (std::size_t fi = 0; fi < fractions.size(); ++fi) {
-          const double dk = fractions[fi] * d;
-          const double fac = factored_score_multiply_adds(n, d, dk), mer = merged_score_multiply_adds(n, d);
-          const double cross = crossover_head_dim(n, d);
-          costs.add_row({long(n), long(d), long(dk), fac, mer, cross, fac < mer});
-          cheaper += fac < mer;
-          ++cost_points;
-          cheaper_at[fi] += fac < mer;
-          ++points_at[fi];
-          min_cross_frac = std::min(min_cross_frac, cross / d);
-          max_cross_frac = std::max(max_cross_frac, cross / d);
-        }
-    cli.write_table(costs, "qk_merge_costs.csv");
-
-    // S2 timing: float, one thread, medians of `repeats` runs, serially so runs never compete.
-    struct TimedConfig {
-      Eigen::Index n, d, dk;
-    };
-    std::vector<TimedConfig> timed;
-    for (Eigen::Index n : quick ? std::vector<Eigen::Index>{32, 64} : std::vector<Eigen::Index>{64, 256, 1024})
-      for (Eigen::Index d : quick ? std::vector<Eigen::Index>{32} : std::vector<Eigen::Index>{64, 256})
-        for (Eigen::Index dk : {d / 8, d / 4, d / 2, 3 * d / 4, d}) timed.push_back({n, d, dk});
-    CsvTable timing({int_col("n"), int_col("d"), int_col("d_k"), real_col("factored_seconds"),
-                     real_col("merged_seconds"), text_col("factored_faster"), text_col("factored_cheaper_by_count")});
-    int agree = 0;
-    {
-      Progress progress("S2 timing", timed.size());
-      for (std::size_t i = 0; i < timed.size(); ++i) {
-        const auto& c = timed[i];
-        Rng rng(derive_seed(seed, i));
-        const Mat<float> x = gaussian_matrix<float>(c.n, c.d, rng), wq = gaussian_matrix<float>(c.d, c.dk, rng),
-                         wk = gaussian_matrix<float>(c.d, c.dk, rng);
-        const Mat<float> w = wq * wk.transpose();
-        const double tf = median_seconds([&] { keep_alive(factored_scores(x, wq, wk)); }, repeats);
-        const double tm = median_seconds([&] { keep_alive(merged_scores(x, w)); }, repeats);
-        const bool by_count = factored_score_multiply_adds(double(c.n), double(c.d), double(c.dk)) <
-                              merged_score_multiply_adds(double(c.n), double(c.d));
-        timing.add_row({c.n, c.d, c.dk, tf, tm, tf < tm, by_count});
-        agree += (tf < tm) == by_count;
-        progress.tick();
-      }
-    }
-    cli.write_table(timing, "qk_merge_timing.csv");
-
-    // S3: float and double, several widths, head counts and lengths.
-    struct SplitTrial {
-      Eigen::Index n, d, h;
-      bool single;
-    };
-    std::vector<SplitTrial> trials;
-    for (Eigen::Index n : quick ? std::vector<Eigen::Index>{1, 7} : std::vector<Eigen::Index>{1, 7, 64})
-      for (Eigen::Index d : quick ? std::vector<Eigen::Index>{8, 64} : std::vector<Eigen::Index>{8, 64, 512})
-        for (Eigen::Index h : {1, 2, 4, 8})
-          for (bool single : {false, true}) trials.push_back({n, d, h, single});
-    std::vector<SplitResult> split(trials.size());
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t i = 0; i < trials.size(); ++i) {
-      Rng rng(derive_seed(seed ^ 0x5bd1e995ULL, i));
-      const auto& t = trials[i];
-      split[i] = t.single ? head_split<float>(t.n, t.d, t.h, rng) : head_split<double>(t.n, t.d, t.h, rng);
-    }
-    CsvTable split_table({int_col("n"), int_col("d_model"), int_col("h"), text_col("precision"),
-                          text_col("reference_bitwise"), text_col("gemm_bitwise"), real_col("gemm_ratio")});
-    int ref_bitwise = 0, gemm_bitwise = 0;
-    double worst_split = 0;
-    for (std::size_t i = 0; i < trials.size(); ++i) {
-      const auto& t = trials[i];
-      split_table.add_row({t.n, t.d, t.h, t.single ? "float" : "double", split[i].reference_bitwise,
-                           split[i].gemm_bitwise, split[i].gemm_ratio});
-      ref_bitwise += split[i].reference_bitwise;
-      gemm_bitwise += split[i].gemm_bitwise;
-      worst_split = std::max(worst_split, split[i].gemm_ratio);
-    }
-    cli.write_table(split_table, "qk_merge_head_split.csv");
-
-    std::vector<ClaimRow> claims;
-    claims.push_back({"S1", kSource, s1_mismatch == 0 ? Verdict::holds : Verdict::fails,
-                      "grid points where (2 d d_k < d^2) differs from (d > 2 d_k) (count)", double(s1_mismatch),
-                      kNoMismatch, cli.evidence_path("qk_merge_params.csv"),
-                      fmt::format("{} (d, d_k) points; exact integer counts d^2 and 2 d d_k", s1_points)});
-    {
-      // Fixed rule: holds if the factored form is cheaper at every grid point, fails if at
-      // none, conditional otherwise (the condition being the exact crossover).
-      ClaimRow c{"S2", kSource, Verdict::conditional,
-                 "fraction of (n, d, d_k) grid points where factored multiply-adds < merged", 0, 1.0,
-                 cli.evidence_path("qk_merge_costs.csv"), ""};
-      c.observed = double(cheaper) / cost_points;
-      std::string by_fraction;
-      for (std::size_t fi = 0; fi < fractions.size(); ++fi)
-        by_fraction += fmt::format("{}d_k/d = {:.4g}: {}/{}", fi ? "; " : "", fractions[fi], cheaper_at[fi], points_at[fi]);
-      if (cheaper == cost_points) c.verdict = Verdict::holds;
-      else if (cheaper == 0) c.verdict = Verdict::fails;
-      c.note = fmt::format(
-          "counts equal the comment's formulas 2 n d d_k + n^2 d_k and n d^2 + n^2 d exactly (Eigen GEMM does a b c "
-          "multiply-adds); factored is cheaper iff d_k < d (d + n) / (2 d + n), which over the grid lies between "
-          "{:.3f} d and {:.3f} d; factored cheaper at [{}]; timed winner (float, 1 thread, median of {}) agrees "
-          "with the count in {}/{} configurations ({})",
-          min_cross_frac, max_cross_frac, by_fraction, repeats, agree, timed.size(), cli.evidence_path("qk_merge_timing.csv"));
-      claims.push_back(c);
-    }
-    {
-      ClaimRow c{"S3", kSource, Verdict::fails,
-                 "max entrywise |split GEMM - per-head GEMM| / (d eps (|X||W|^T + |b|)), float and double; the "
-                 "fixed-order kernel must be bitwise equal",
-                 worst_split, kRatioThreshold, cli.evidence_path("qk_merge_head_split.csv"), ""};
-      if (ref_bitwise == int(trials.size()) && worst_split <= kRatioThreshold) c.verdict = Verdict::holds;
-      c.note = fmt::format(
-          "fixed-order dot products: bitwise equal in {}/{} trials (each output uses only its own row of W); "
-          "Eigen's GEMM: bitwise in {}/{}, the rest equal at rounding level (Eigen chooses its product kernel "
-          "from the shapes, so the order of the d-term sums may differ between the whole and the split)",
-          ref_bitwise, trials.size(), gemm_bitwise, trials.size());
-      claims.push_back(c);
-    }
-    cli.write_claims(claims);
-  });
+  return run_experiment(cli, {[&](const Shard& shard) { measure_merge(cli, shard, repeats); },
+                              [&](const std::filesystem::path& dir) {
+                                return std::vector<ClaimRow>{judge_s1(cli, dir), judge_s2(cli, dir, repeats), judge_s3(cli, dir)};
+                              }});
 }
