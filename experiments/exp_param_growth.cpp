@@ -11,6 +11,7 @@
 #include "attnlab/theory/attention_loss.hpp"
 #include "attnlab/theory/attention_params.hpp"
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/io/ledger.hpp"
@@ -121,6 +122,201 @@ GrowthResult growth(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index
   return r;
 }
 
+// G1's shapes: every (d_e, d_k, d_v) of the width grid, without and with bias (none with given weights:
+// counts do not depend on weight values). Each shape's rows cover h in 1..kMaxHeads where h divides d_k
+// and d_v; h = 1 always does, so every shape has rows.
+constexpr std::int64_t kMaxHeads = 64;
+struct CountShape {
+  std::int64_t de, dk, dv;
+  bool bias;
+};
+std::vector<CountShape> count_shapes(bool quick, const GivenInputs& given) {
+  const std::vector<std::int64_t> widths = given.used() ? std::vector<std::int64_t>{}
+                                         : quick ? std::vector<std::int64_t>{8, 12, 64}
+                                                 : std::vector<std::int64_t>{1, 7, 8, 12, 64, 96, 512, 768};
+  std::vector<CountShape> shapes;
+  for (std::int64_t de : widths)
+    for (std::int64_t dk : widths)
+      for (std::int64_t dv : widths)
+        for (bool bias : {false, true}) shapes.push_back({de, dk, dv, bias});
+  return shapes;
+}
+
+// G2 and G7 trials, float and double: n x d, or the given (d, d_k) with n of the given X, else the
+// sweep's lengths. G7 grows d_k = k by p zero columns.
+struct Trial {
+  Eigen::Index n, d, growth_d;  // growth needs d >= d_k + p
+  bool single;
+};
+struct TrialPlan {
+  std::vector<Trial> trials;
+  Eigen::Index k = 2, p = 2;
+};
+TrialPlan trial_plan(bool quick, const GivenInputs& given) {
+  const std::vector<Eigen::Index> sizes = quick ? std::vector<Eigen::Index>{1, 3, 16}
+                                                : std::vector<Eigen::Index>{1, 2, 3, 16, 64, 128};
+  TrialPlan plan;
+  if (given.used()) {
+    plan.k = given.matrix("wq").cols();
+    for (Eigen::Index n : given.has("x") ? std::vector<Eigen::Index>{given.matrix("x").rows()} : sizes)
+      for (bool single : {false, true}) plan.trials.push_back({n, given.matrix("wq").rows(), given.matrix("wq").rows(), single});
+  } else {
+    for (Eigen::Index n : sizes)
+      for (Eigen::Index d : sizes)
+        for (bool single : {false, true}) plan.trials.push_back({n, d, std::max<Eigen::Index>(d, plan.k + plan.p), single});
+  }
+  return plan;
+}
+
+constexpr const char* kCountsTable = "param_counts.csv";
+constexpr const char* kBiasTable = "param_bias.csv";
+constexpr const char* kGrowthTable = "param_growth.csv";
+
+// Measures the shard's shapes of G1 and its trials of G2 and G7 and writes their tables (with given
+// weights only param_growth.csv).
+void measure_growth(const ExperimentCli& cli, const Shard& shard) {
+  const bool quick = cli.options().quick;
+  const std::uint64_t seed = cli.options().seed;
+  const GivenInputs& given = cli.given();
+
+  // G1: every shape, with and without bias, every allowed h in 1..64.
+  CsvTable counts({int_col("d_e"), int_col("d_k"), int_col("d_v"), text_col("bias"), int_col("h"),
+                   int_col("parameters"), real_col("remark11_formula")});
+  const auto shapes = count_shapes(quick, given);
+  const Shard::Range shapes_range = shard.range(shapes.size());
+  for (std::size_t i = shapes_range.begin; i < shapes_range.end; ++i) {
+    const auto [de, dk, dv, bias] = shapes[i];
+    for (std::int64_t h = 1; h <= kMaxHeads; ++h) {
+      const AttentionShape s{de, dk, dv, h, bias};
+      if (!head_count_allowed(s)) continue;
+      const std::int64_t c = parameter_count(s);
+      counts.add_row({de, dk, dv, bias, h, c, bias ? double(c) : remark11_count(s)});
+    }
+  }
+  if (!given.used()) cli.write_table(counts, kCountsTable);
+
+  // G2 and G7: one trial draws both, in parallel; each trial's seed from its index in the whole sweep.
+  const TrialPlan plan = trial_plan(quick, given);
+  const Shard::Range range = shard.range(plan.trials.size());
+  std::vector<BiasResult> bias(range.size());
+  std::vector<GrowthResult> grow(range.size());
+  parallel_trials(range.size(), [&](std::size_t j) {
+    const std::size_t i = range.begin + j;
+    Rng rng(derive_seed(seed, i));
+    const auto& t = plan.trials[i];
+    if (!given.used())
+      bias[j] = t.single ? bias_augmentation<float>(t.n, t.d, 5, rng) : bias_augmentation<double>(t.n, t.d, 5, rng);
+    grow[j] = t.single ? growth<float>(t.n, t.growth_d, plan.k, plan.p, rng, given)
+                       : growth<double>(t.n, t.growth_d, plan.k, plan.p, rng, given);
+  });
+  CsvTable bias_table({int_col("n"), int_col("d"), text_col("precision"), real_col("ratio"), text_col("bitwise")});
+  CsvTable grow_table({int_col("n"), int_col("d"), int_col("d_k"), int_col("p"), text_col("precision"),
+                       real_col("product_ratio"), text_col("product_bitwise"), real_col("bias_product_ratio"), real_col("rescaled_score_change", true),
+                       real_col("both_sides_new_score_change", true), real_col("zero_padded_new_grad"),
+                       real_col("zero_padded_step_loss_change"), real_col("one_side_new_grad"),
+                       real_col("one_side_step_loss_change"), real_col("one_side_first_order_prediction")});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const auto& t = plan.trials[range.begin + j];
+    const char* prec = t.single ? "float" : "double";
+    bias_table.add_row({t.n, t.d, prec, bias[j].ratio, bias[j].bitwise});
+    const auto& g = grow[j];
+    grow_table.add_row({t.n, t.growth_d, plan.k, plan.p, prec, g.product_ratio, g.product_bitwise,
+                        g.bias_product_ratio,
+                        g.rescaled_change, g.both_new_change, g.zero_new_grad, g.zero_step_change, g.one_side_grad,
+                        g.one_side_step_change, g.one_side_predicted});
+  }
+  if (!given.used()) cli.write_table(bias_table, kBiasTable);
+  cli.write_table(grow_table, kGrowthTable);
+}
+
+// G1 from param_counts.csv: the largest spread of a shape's count over its allowed head numbers.
+ClaimRow judge_g1(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kCountsTable);
+  std::int64_t worst_spread = 0, shapes = 0, disallowed = 0;
+  for (std::size_t begin = 0, end = 0; begin < t.rows(); begin = end) {
+    // One shape's rows are contiguous: [begin, end).
+    auto same_shape = [&](std::size_t i) {
+      return t.integer(i, "d_e") == t.integer(begin, "d_e") && t.integer(i, "d_k") == t.integer(begin, "d_k") &&
+             t.integer(i, "d_v") == t.integer(begin, "d_v") && t.text(i, "bias") == t.text(begin, "bias");
+    };
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
+    for (end = begin; end < t.rows() && same_shape(end); ++end) {
+      lo = std::min(lo, t.integer(end, "parameters"));
+      hi = std::max(hi, t.integer(end, "parameters"));
+    }
+    ++shapes;
+    disallowed += kMaxHeads - static_cast<std::int64_t>(end - begin);
+    worst_spread = std::max(worst_spread, hi - lo);
+  }
+  return {"G1", kSource, worst_spread <= kCountSpreadThreshold ? Verdict::holds : Verdict::fails,
+          "max over shapes of (max - min) parameter count over allowed h (count)", double(worst_spread),
+          kCountSpreadThreshold, cli.evidence_path(kCountsTable),
+          fmt::format("{} shapes (d_e, d_k, d_v, bias), h in 1..64; h is allowed only when it divides "
+                      "both d_k and d_v ({} (shape, h) pairs have no integer head width)",
+                      shapes, disallowed)};
+}
+
+// G2 from param_bias.csv: the worst scaled difference of the augmented product against the threshold.
+ClaimRow judge_g2(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kBiasTable);
+  double worst_bias = 0;
+  int bias_bitwise = 0;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    worst_bias = std::max(worst_bias, t.real(i, "ratio"));
+    bias_bitwise += t.text(i, "bitwise") == "true";
+  }
+  return {"G2", kSource, worst_bias <= kRatioThreshold ? Verdict::holds : Verdict::fails,
+          "max entrywise |[X|1][W;b^T] - (XW + 1b^T)| / ((d+1) eps (|X||W| + |b|)), float and double",
+          worst_bias, kRatioThreshold, cli.evidence_path(kBiasTable),
+          fmt::format("bitwise equal in {}/{} trials", bias_bitwise, t.rows())};
+}
+
+// G7 from param_growth.csv. Fixed rule: the product must be unchanged; if S = QK^T/sqrt(d_k) with the
+// temperature recomputed at d_k + p also stays unchanged, holds; if only the product does, conditional.
+// A ladder of two nested criteria (the second counts only when the first holds), not a verdict per
+// condition, so judge_by_condition does not fit it.
+ClaimRow judge_g7(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kGrowthTable);
+  double worst_product = 0, max_rescaled = 0, min_rescaled = std::numeric_limits<double>::infinity(), max_zero_grad = 0,
+         min_both_new = std::numeric_limits<double>::infinity();
+  int product_bitwise = 0, one_side_moves = 0, one_side_trials = 0;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const double rescaled = t.real(i, "rescaled_score_change");
+    worst_product = std::max({worst_product, t.real(i, "product_ratio"), t.real(i, "bias_product_ratio")});
+    product_bitwise += t.text(i, "product_bitwise") == "true";
+    min_rescaled = std::min(min_rescaled, rescaled);
+    max_rescaled = std::max(max_rescaled, rescaled);
+    max_zero_grad = std::max(max_zero_grad, t.real(i, "zero_padded_new_grad"));
+    min_both_new = std::min(min_both_new, t.real(i, "both_sides_new_score_change"));
+    if (t.integer(i, "n") >= 2) {  // with one token the softmax is constant and every gradient vanishes
+      ++one_side_trials;
+      one_side_moves += t.real(i, "one_side_new_grad") > 0 && t.real(i, "one_side_step_loss_change") < 0;
+    }
+  }
+  ClaimRow c{"G7", kSource, Verdict::fails,
+             "max ||X W_Q' W_K'^T X^T - X W_Q W_K^T X^T|| / (d eps ||X||^2 ||W_Q|| ||W_K||), float and double, "
+             "without and with bias rows",
+             worst_product, kRatioThreshold, cli.evidence_path(kGrowthTable), ""};
+  const bool product_ok = worst_product <= kRatioThreshold;
+  // Unchanged means a relative change at rounding level in the coarser precision (float).
+  const bool rescaled_ok = max_rescaled <= kRatioThreshold * std::numeric_limits<float>::epsilon();
+  if (product_ok) c.verdict = rescaled_ok ? Verdict::holds : Verdict::conditional;
+  c.note = fmt::format(
+      "product unchanged (bitwise in {}/{} trials); S = QK^T/sqrt(d_k) changes by >= {:.3g} relative if the "
+      "temperature is recomputed at d_k + p, so it holds only with the old 1/sqrt(d_k) kept. Zero columns on "
+      "both sides get zero gradient (max {:.3g}): one SGD step leaves the loss unchanged; a random new W_K block "
+      "with zero W_Q block keeps S, and one step on the new W_Q columns lowers the loss in {}/{} trials with n >= "
+      "2; random blocks on both sides change S by >= {:.3g}",
+      product_bitwise, t.rows(), min_rescaled, max_zero_grad, one_side_moves, one_side_trials, min_both_new);
+  return c;
+}
+
+// With given weights only param_growth.csv is measured (and the ledger takes no rows from such a run).
+std::vector<ClaimRow> judge_growth(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  if (cli.uses_given()) return {judge_g7(cli, dir)};
+  return {judge_g1(cli, dir), judge_g2(cli, dir), judge_g7(cli, dir)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,134 +324,8 @@ int main(int argc, char** argv) {
                     GivenKind::qk_weights_x);
   cli.app().footer("With --wq --wk, only the zero-padded growth (G7, param_growth.csv) runs, on those weights: "
                    "the parameter counts and the bias augmentation do not depend on weight values.");
+  cli.split_measurement();
   cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const bool quick = cli.options().quick;
-    const std::uint64_t seed = cli.options().seed;
-
-    // G1: every (d_e, d_k, d_v) of the grid, with and without bias, every h in 1..64.
-    CsvTable counts({int_col("d_e"), int_col("d_k"), int_col("d_v"), text_col("bias"), int_col("h"),
-                     int_col("parameters"), real_col("remark11_formula")});
-    std::int64_t worst_spread = 0, shapes = 0, disallowed = 0;
-    const GivenInputs& given = cli.given();
-    const std::vector<std::int64_t> widths = given.used() ? std::vector<std::int64_t>{}
-                                           : quick ? std::vector<std::int64_t>{8, 12, 64}
-                                                   : std::vector<std::int64_t>{1, 7, 8, 12, 64, 96, 512, 768};
-    for (std::int64_t de : widths)
-      for (std::int64_t dk : widths)
-        for (std::int64_t dv : widths)
-          for (bool bias : {false, true}) {
-            ++shapes;
-            std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
-            for (std::int64_t h = 1; h <= 64; ++h) {
-              const AttentionShape s{de, dk, dv, h, bias};
-              if (!head_count_allowed(s)) {
-                ++disallowed;
-                continue;
-              }
-              const std::int64_t c = parameter_count(s);
-              lo = std::min(lo, c);
-              hi = std::max(hi, c);
-              counts.add_row({de, dk, dv, bias, h, c, bias ? double(c) : remark11_count(s)});
-            }
-            worst_spread = std::max(worst_spread, hi - lo);
-          }
-    if (!given.used()) cli.write_table(counts, "param_counts.csv");
-
-    // G2 and G7 trials, float and double.
-    const std::vector<Eigen::Index> sizes = quick ? std::vector<Eigen::Index>{1, 3, 16}
-                                                  : std::vector<Eigen::Index>{1, 2, 3, 16, 64, 128};
-    struct Trial {
-      Eigen::Index n, d, growth_d;  // growth needs d >= d_k + p
-      bool single;
-    };
-    std::vector<Trial> trials;
-    Eigen::Index k = 2;
-    const Eigen::Index p = 2;
-    if (given.used()) {
-      // The given (d, d_k); n of the given X, else the sweep's lengths.
-      k = given.matrix("wq").cols();
-      for (Eigen::Index n : given.has("x") ? std::vector<Eigen::Index>{given.matrix("x").rows()} : sizes)
-        for (bool single : {false, true}) trials.push_back({n, given.matrix("wq").rows(), given.matrix("wq").rows(), single});
-    } else {
-      for (Eigen::Index n : sizes)
-        for (Eigen::Index d : sizes)
-          for (bool single : {false, true}) trials.push_back({n, d, std::max<Eigen::Index>(d, k + p), single});
-    }
-    std::vector<BiasResult> bias(trials.size());
-    std::vector<GrowthResult> grow(trials.size());
-    parallel_trials(trials.size(), [&](std::size_t i) {
-      Rng rng(derive_seed(seed, i));
-      const auto& t = trials[i];
-      if (!given.used())
-        bias[i] = t.single ? bias_augmentation<float>(t.n, t.d, 5, rng) : bias_augmentation<double>(t.n, t.d, 5, rng);
-      grow[i] = t.single ? growth<float>(t.n, t.growth_d, k, p, rng, given) : growth<double>(t.n, t.growth_d, k, p, rng, given);
-    });
-    CsvTable bias_table({int_col("n"), int_col("d"), text_col("precision"), real_col("ratio"), text_col("bitwise")});
-    CsvTable grow_table({int_col("n"), int_col("d"), int_col("d_k"), int_col("p"), text_col("precision"),
-                         real_col("product_ratio"), text_col("product_bitwise"), real_col("bias_product_ratio"), real_col("rescaled_score_change", true),
-                         real_col("both_sides_new_score_change", true), real_col("zero_padded_new_grad"),
-                         real_col("zero_padded_step_loss_change"), real_col("one_side_new_grad"),
-                         real_col("one_side_step_loss_change"), real_col("one_side_first_order_prediction")});
-    double worst_bias = 0, worst_product = 0, max_rescaled = 0, min_rescaled = std::numeric_limits<double>::infinity(),
-           max_zero_grad = 0, min_both_new = std::numeric_limits<double>::infinity();
-    int bias_bitwise = 0, product_bitwise = 0, one_side_moves = 0, one_side_trials = 0;
-    for (std::size_t i = 0; i < trials.size(); ++i) {
-      const auto& t = trials[i];
-      const char* prec = t.single ? "float" : "double";
-      bias_table.add_row({t.n, t.d, prec, bias[i].ratio, bias[i].bitwise});
-      const auto& g = grow[i];
-      grow_table.add_row({t.n, t.growth_d, k, p, prec, g.product_ratio, g.product_bitwise,
-                          g.bias_product_ratio,
-                          g.rescaled_change, g.both_new_change, g.zero_new_grad, g.zero_step_change, g.one_side_grad,
-                          g.one_side_step_change, g.one_side_predicted});
-      worst_bias = std::max(worst_bias, bias[i].ratio);
-      bias_bitwise += bias[i].bitwise;
-      worst_product = std::max({worst_product, g.product_ratio, g.bias_product_ratio});
-      product_bitwise += g.product_bitwise;
-      min_rescaled = std::min(min_rescaled, g.rescaled_change);
-      max_rescaled = std::max(max_rescaled, g.rescaled_change);
-      max_zero_grad = std::max(max_zero_grad, g.zero_new_grad);
-      min_both_new = std::min(min_both_new, g.both_new_change);
-      if (t.n >= 2) {  // with one token the softmax is constant and every gradient vanishes
-        ++one_side_trials;
-        one_side_moves += g.one_side_grad > 0 && g.one_side_step_change < 0;
-      }
-    }
-    if (!given.used()) cli.write_table(bias_table, "param_bias.csv");
-    cli.write_table(grow_table, "param_growth.csv");
-
-    std::vector<ClaimRow> claims;
-    claims.push_back({"G1", kSource, worst_spread <= kCountSpreadThreshold ? Verdict::holds : Verdict::fails,
-                      "max over shapes of (max - min) parameter count over allowed h (count)", double(worst_spread),
-                      kCountSpreadThreshold, cli.evidence_path("param_counts.csv"),
-                      fmt::format("{} shapes (d_e, d_k, d_v, bias), h in 1..64; h is allowed only when it divides "
-                                  "both d_k and d_v ({} (shape, h) pairs have no integer head width)",
-                                  shapes, disallowed)});
-    claims.push_back({"G2", kSource, worst_bias <= kRatioThreshold ? Verdict::holds : Verdict::fails,
-                      "max entrywise |[X|1][W;b^T] - (XW + 1b^T)| / ((d+1) eps (|X||W| + |b|)), float and double",
-                      worst_bias, kRatioThreshold, cli.evidence_path("param_bias.csv"),
-                      fmt::format("bitwise equal in {}/{} trials", bias_bitwise, trials.size())});
-    {
-      // Fixed rule: the product must be unchanged; if S = QK^T/sqrt(d_k) with the temperature
-      // recomputed at d_k + p also stays unchanged, holds; if only the product does, conditional.
-      ClaimRow c{"G7", kSource, Verdict::fails,
-                 "max ||X W_Q' W_K'^T X^T - X W_Q W_K^T X^T|| / (d eps ||X||^2 ||W_Q|| ||W_K||), float and double, "
-                 "without and with bias rows",
-                 worst_product, kRatioThreshold, cli.evidence_path("param_growth.csv"), ""};
-      const bool product_ok = worst_product <= kRatioThreshold;
-      // Unchanged means a relative change at rounding level in the coarser precision (float).
-      const bool rescaled_ok = max_rescaled <= kRatioThreshold * std::numeric_limits<float>::epsilon();
-      if (product_ok) c.verdict = rescaled_ok ? Verdict::holds : Verdict::conditional;
-      c.note = fmt::format(
-          "product unchanged (bitwise in {}/{} trials); S = QK^T/sqrt(d_k) changes by >= {:.3g} relative if the "
-          "temperature is recomputed at d_k + p, so it holds only with the old 1/sqrt(d_k) kept. Zero columns on "
-          "both sides get zero gradient (max {:.3g}): one SGD step leaves the loss unchanged; a random new W_K block "
-          "with zero W_Q block keeps S, and one step on the new W_Q columns lowers the loss in {}/{} trials with n >= "
-          "2; random blocks on both sides change S by >= {:.3g}",
-          product_bitwise, trials.size(), min_rescaled, max_zero_grad, one_side_moves, one_side_trials, min_both_new);
-      claims.push_back(c);
-    }
-    cli.write_claims(claims);
-  });
+  return run_experiment(cli, {[&](const Shard& shard) { measure_growth(cli, shard); },
+                              [&](const std::filesystem::path& dir) { return judge_growth(cli, dir); }});
 }
