@@ -4,6 +4,7 @@
 #include <set>
 
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/lab/qk_weights.hpp"
@@ -118,115 +119,152 @@ TimingPoint time_path(Path p, const QkWeights& w, bool quick) {
   return {p, d, dk, secs, model_multiply_adds(p, static_cast<double>(d), static_cast<double>(dk), applications), applications};
 }
 
+// 1. The accuracy sweep: every path over families and edge shapes; given weights replace the families and
+//    shapes with their own.
+std::vector<AccuracyConfig> accuracy_sweep(bool quick, const ExperimentCli& cli) {
+  std::vector<AccuracyConfig> configs;
+  if (cli.uses_given()) configs.push_back({kGivenFamily, cli.given().matrix("wq").rows(), cli.given().matrix("wq").cols()});
+  else
+    for (const auto& f : qk_weight_families())
+      for (Eigen::Index d : quick ? std::vector<Eigen::Index>{8, 32} : std::vector<Eigen::Index>{8, 32, 128, 256})
+        for (Eigen::Index dk : std::set<Eigen::Index>{1, 2, 3, d / 8, d / 2}) configs.push_back({f.name, d, dk});
+  return configs;
+}
+
+// 2. The timing sweep: against d at fixed d_k (the dense path over its own smaller sizes), then against d_k
+//    at fixed d for the two low-rank paths.
+struct TimingPlan {
+  std::vector<Eigen::Index> dims_dense, dims_low, dks;
+  Eigen::Index fixed_d;
+};
+TimingPlan timing_plan(bool quick) {
+  if (quick) return {{32, 64, 128, 256}, {64, 128, 256, 512}, {2, 4, 8, 16}, 256};
+  return {{64, 128, 256, 512, 1024}, {128, 256, 512, 1024, 2048, 4096}, {4, 8, 16, 32, 64}, 2048};
+}
+
+constexpr const char* kAccuracyTable = "qk_eigen_paths.csv";
+constexpr const char* kTimingTable = "qk_eigen_cost_timing.csv";
+
+// Measures the shard's share of the accuracy sweep, and the timing sweep (timing sweep 0) whole if it
+// falls to this shard; writes both tables.
+void measure_eigen_cost(const ExperimentCli& cli, const Shard& shard) {
+  const bool quick = cli.options().quick;
+  const auto configs = accuracy_sweep(quick, cli);
+  const Shard::Range range = shard.range(configs.size());
+  const auto checks = run_trials<std::pair<std::vector<PathCheck>, std::vector<PathCheck>>>(
+      range.size(), "eigen path checks", [&](std::size_t j) {
+        const std::size_t i = range.begin + j;
+        Rng rng(derive_seed(cli.options().seed, i));
+        const QkWeights w = cli.uses_given() ? cli.given().qk_weights()
+                                             : make_qk_weights(configs[i].family, configs[i].d, configs[i].dk, rng);
+        return std::pair{check_paths<float>(w), check_paths<double>(w)};
+      });
+  CsvTable accuracy({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), text_col("path"),
+                     text_col("status"), int_col("pairs"), real_col("residual_ratio"), real_col("orthogonality_ratio"),
+                     real_col("eigenvalue_gap_ratio"), text_col("check")});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const AccuracyConfig& config = configs[range.begin + j];
+    for (const auto& [precision, list] : {std::pair{"float", checks[j].first}, std::pair{"double", checks[j].second}})
+      for (std::size_t p = 0; p < list.size(); ++p) {
+        const PathCheck& c = list[p];
+        const bool pass = c.status == "ok" && std::max({c.residual, c.orthogonality, c.eigenvalue_gap}) <= kResidualRatioThreshold;
+        accuracy.add_row({config.family, config.d, config.dk, precision, path_name(kPaths[p]), c.status, c.pairs, c.residual,
+                          c.orthogonality, c.eigenvalue_gap, c.status == "not_applicable" ? "n/a" : pass ? "pass" : "FAIL"});
+      }
+  }
+  cli.write_table(accuracy, kAccuracyTable);
+
+  // One path at a time (sequential: parallel runs would compete for the cores they are timing).
+  CsvTable timing({text_col("path"), text_col("sweep"), int_col("d"), int_col("d_k"), real_col("median_seconds"),
+                   real_col("model_multiply_adds"), int_col("operator_applications")});
+  if (cli.uses_given()) {
+    // Given weights (never sharded: the one configuration is this run's): each path that decomposed them
+    // timed once; one point fits no exponent, and no verdict is formed.
+    for (std::size_t p = 0; p < std::size(kPaths); ++p) {
+      if (checks.at(0).second[p].status != "ok") continue;
+      const TimingPoint t = time_path(kPaths[p], cli.given().qk_weights(), quick);
+      timing.add_row({path_name(t.path), "given", t.d, t.dk, t.seconds, t.model_multiply_adds, t.operator_applications});
+    }
+    cli.write_table(timing, kTimingTable);
+    return;
+  }
+  if (shard.runs_whole(0)) {
+    const TimingPlan plan = timing_plan(quick);
+    // The weights of every point drawn in turn from one stream.
+    Rng rng(derive_seed(cli.options().seed, 1u << 20));
+    Progress progress("eigen timing", 2 * plan.dims_low.size() + plan.dims_dense.size() + 2 * plan.dks.size());
+    auto add = [&](const TimingPoint& t, const char* sweep) {
+      timing.add_row({path_name(t.path), sweep, t.d, t.dk, t.seconds, t.model_multiply_adds, t.operator_applications});
+      progress.tick();
+    };
+    for (Path p : kPaths)
+      for (Eigen::Index d : p == Path::dense ? plan.dims_dense : plan.dims_low)
+        add(time_path(p, make_qk_weights("gaussian", d, std::min(kFixedDk, d / 2), rng), quick), "d");
+    for (Path p : {Path::lanczos, Path::qr})
+      for (Eigen::Index dk : plan.dks) add(time_path(p, make_qk_weights("gaussian", plan.fixed_d, dk, rng), quick), "d_k");
+  }
+  cli.write_table(timing, kTimingTable);
+}
+
+// The power law of a path's median time in `variable` ("d" or "d_k") over the rows of that sweep.
+PowerLawFit fit_path(const TableReader& timing, Path p, const std::string& variable) {
+  std::vector<double> x, y;
+  for (std::size_t i = 0; i < timing.rows(); ++i)
+    if (timing.text(i, "sweep") == variable && timing.text(i, "path") == path_name(p)) {
+      x.push_back(static_cast<double>(timing.integer(i, variable)));
+      y.push_back(timing.real(i, "median_seconds"));
+    }
+  return fit_power_law(x, y);
+}
+
+// R7 from the tables on disk: fitted exponents and the verdict, by a rule fixed here: holds if every
+// path's time exponent in d is consistent with linear (interval lower bound <= 1.3); conditional if only
+// some are; fails if none. The accuracy table's checks go into the note.
+std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  if (cli.uses_given()) return {};  // one point per path fits no exponent: no verdict is formed
+  const TableReader accuracy(dir / kAccuracyTable);
+  int failed_checks = 0, applicable = 0;
+  for (std::size_t i = 0; i < accuracy.rows(); ++i) {
+    const std::string& status = accuracy.text(i, "status");
+    const bool pass = status == "ok" && std::max({accuracy.real(i, "residual_ratio"), accuracy.real(i, "orthogonality_ratio"),
+                                                  accuracy.real(i, "eigenvalue_gap_ratio")}) <= kResidualRatioThreshold;
+    if (status != "not_applicable") {
+      ++applicable;
+      failed_checks += !pass;
+    }
+  }
+
+  const TableReader timing(dir / kTimingTable);
+  std::string fits;
+  WorstByCondition lower_bounds;
+  double qr_slope = 0;
+  for (Path p : kPaths) {
+    const PowerLawFit f = fit_path(timing, p, "d");
+    if (p == Path::qr) qr_slope = f.slope;
+    fits += fmt::format("{} path: time ~ d^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), f.slope, f.slope_interval.lower, f.slope_interval.upper);
+    lower_bounds.add(path_name(p), fmt::format("the {} path", path_name(p)), f.slope_interval.lower);
+  }
+  const Eigen::Index fixed_d = timing_plan(cli.options().quick).fixed_d;
+  for (Path p : {Path::lanczos, Path::qr}) {
+    const PowerLawFit f = fit_path(timing, p, "d_k");
+    fits += fmt::format("{} path at d = {}: time ~ d_k^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), fixed_d, f.slope, f.slope_interval.lower, f.slope_interval.upper);
+  }
+  Judgement j = judge_by_condition(lower_bounds, kLinearExponentMax);
+  j.note = (j.note.empty() ? "" : j.note + " ") + fits +
+           fmt::format("path checks: {} of {} applicable decompositions failed their residual/orthogonality/eigenvalue check (see {}).",
+                       failed_checks, applicable, kAccuracyTable);
+  return {ClaimRow{"R7", kSource, j.verdict,
+                   fmt::format("fitted exponent of median time in d at d_k = {} (QR path shown; all paths in note)", kFixedDk),
+                   qr_slope, kLinearExponentMax, cli.evidence_path(kTimingTable), j.note}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_eigen_cost", "R7: cost and accuracy of three eigen-decompositions of S_w (seed 000)",
                     GivenKind::qk_weights);
+  cli.split_measurement();
   cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const bool quick = cli.options().quick;
-
-    // 1. Accuracy of every path over families and edge shapes (deterministic table).
-    //    Given weights replace the families and shapes with their own.
-    std::vector<AccuracyConfig> configs;
-    if (cli.uses_given()) configs.push_back({kGivenFamily, cli.given().matrix("wq").rows(), cli.given().matrix("wq").cols()});
-    else
-      for (const auto& f : qk_weight_families())
-        for (Eigen::Index d : quick ? std::vector<Eigen::Index>{8, 32} : std::vector<Eigen::Index>{8, 32, 128, 256})
-          for (Eigen::Index dk : std::set<Eigen::Index>{1, 2, 3, d / 8, d / 2}) configs.push_back({f.name, d, dk});
-    const auto checks = run_trials<std::pair<std::vector<PathCheck>, std::vector<PathCheck>>>(
-        configs.size(), "eigen path checks", [&](std::size_t i) {
-          Rng rng(derive_seed(cli.options().seed, i));
-          const QkWeights w = cli.uses_given() ? cli.given().qk_weights()
-                                               : make_qk_weights(configs[i].family, configs[i].d, configs[i].dk, rng);
-          return std::pair{check_paths<float>(w), check_paths<double>(w)};
-        });
-    CsvTable accuracy({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), text_col("path"),
-                       text_col("status"), int_col("pairs"), real_col("residual_ratio"), real_col("orthogonality_ratio"),
-                       real_col("eigenvalue_gap_ratio"), text_col("check")});
-    int failed_checks = 0, applicable = 0;
-    for (std::size_t i = 0; i < configs.size(); ++i)
-      for (const auto& [precision, list] : {std::pair{"float", checks[i].first}, std::pair{"double", checks[i].second}})
-        for (std::size_t p = 0; p < list.size(); ++p) {
-          const PathCheck& c = list[p];
-          const bool ok = c.status == "ok";
-          const bool pass = ok && std::max({c.residual, c.orthogonality, c.eigenvalue_gap}) <= kResidualRatioThreshold;
-          if (c.status != "not_applicable") { ++applicable; failed_checks += !pass; }
-          accuracy.add_row({configs[i].family, configs[i].d, configs[i].dk, precision, path_name(kPaths[p]), c.status,
-                            c.pairs, c.residual, c.orthogonality, c.eigenvalue_gap,
-                            c.status == "not_applicable" ? "n/a" : pass ? "pass" : "FAIL"});
-        }
-    const std::string accuracy_file = "qk_eigen_paths.csv";
-    cli.write_table(accuracy, accuracy_file);
-
-    // 2. Timing against d at fixed d_k, and against d_k at fixed d, one path at a time
-    //    (sequential: parallel runs would compete for the cores they are timing).
-    const std::vector<Eigen::Index> dims_dense = quick ? std::vector<Eigen::Index>{32, 64, 128, 256} : std::vector<Eigen::Index>{64, 128, 256, 512, 1024};
-    const std::vector<Eigen::Index> dims_low = quick ? std::vector<Eigen::Index>{64, 128, 256, 512} : std::vector<Eigen::Index>{128, 256, 512, 1024, 2048, 4096};
-    const std::vector<Eigen::Index> dks = quick ? std::vector<Eigen::Index>{2, 4, 8, 16} : std::vector<Eigen::Index>{4, 8, 16, 32, 64};
-    const Eigen::Index fixed_d = quick ? 256 : 2048;
-    Rng rng(derive_seed(cli.options().seed, 1u << 20));
-    std::vector<TimingPoint> points;
-    const std::string timing_file = "qk_eigen_cost_timing.csv";
-    CsvTable timing({text_col("path"), text_col("sweep"), int_col("d"), int_col("d_k"), real_col("median_seconds"),
-                     real_col("model_multiply_adds"), int_col("operator_applications")});
-    if (cli.uses_given()) {
-      // Given weights: each path that decomposed them timed once; one point fits no exponent, and no verdict is formed.
-      for (std::size_t p = 0; p < std::size(kPaths); ++p) {
-        if (checks[0].second[p].status != "ok") continue;
-        const TimingPoint t = time_path(kPaths[p], cli.given().qk_weights(), quick);
-        timing.add_row({path_name(t.path), "given", t.d, t.dk, t.seconds, t.model_multiply_adds, t.operator_applications});
-      }
-      cli.write_table(timing, timing_file);
-      return;
-    }
-    Progress progress("eigen timing", 2 * dims_low.size() + dims_dense.size() + 2 * dks.size());
-    for (Path p : kPaths)
-      for (Eigen::Index d : p == Path::dense ? dims_dense : dims_low) {
-        points.push_back(time_path(p, make_qk_weights("gaussian", d, std::min(kFixedDk, d / 2), rng), quick));
-        progress.tick();
-      }
-    for (Path p : {Path::lanczos, Path::qr})
-      for (Eigen::Index dk : dks) {
-        points.push_back(time_path(p, make_qk_weights("gaussian", fixed_d, dk, rng), quick));
-        progress.tick();
-      }
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      const auto& t = points[i];
-      const bool d_sweep = i < 2 * dims_low.size() + dims_dense.size();
-      timing.add_row({path_name(t.path), d_sweep ? "d" : "d_k", t.d, t.dk, t.seconds, t.model_multiply_adds, t.operator_applications});
-    }
-    cli.write_table(timing, timing_file);
-
-    // 3. Fitted exponents and the verdict, by a rule fixed here: holds if every path's
-    //    time exponent in d is consistent with linear (interval lower bound <= 1.3);
-    //    conditional if only some are; fails if none.
-    std::string fits;
-    WorstByCondition lower_bounds;
-    double qr_slope = 0;
-    for (Path p : kPaths) {
-      std::vector<double> x, y;
-      for (std::size_t i = 0; i < 2 * dims_low.size() + dims_dense.size(); ++i)
-        if (points[i].path == p) { x.push_back(static_cast<double>(points[i].d)); y.push_back(points[i].seconds); }
-      const PowerLawFit f = fit_power_law(x, y);
-      if (p == Path::qr) qr_slope = f.slope;
-      fits += fmt::format("{} path: time ~ d^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), f.slope, f.slope_interval.lower, f.slope_interval.upper);
-      lower_bounds.add(path_name(p), fmt::format("the {} path", path_name(p)), f.slope_interval.lower);
-    }
-    for (Path p : {Path::lanczos, Path::qr}) {
-      std::vector<double> x, y;
-      for (std::size_t i = 2 * dims_low.size() + dims_dense.size(); i < points.size(); ++i)
-        if (points[i].path == p) { x.push_back(static_cast<double>(points[i].dk)); y.push_back(points[i].seconds); }
-      const PowerLawFit f = fit_power_law(x, y);
-      fits += fmt::format("{} path at d = {}: time ~ d_k^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), fixed_d, f.slope, f.slope_interval.lower, f.slope_interval.upper);
-    }
-    Judgement j = judge_by_condition(lower_bounds, kLinearExponentMax);
-    j.note = (j.note.empty() ? "" : j.note + " ") + fits +
-             fmt::format("path checks: {} of {} applicable decompositions failed their residual/orthogonality/eigenvalue check (see {}).",
-                         failed_checks, applicable, accuracy_file);
-    cli.write_claims({ClaimRow{"R7", kSource, j.verdict,
-                              fmt::format("fitted exponent of median time in d at d_k = {} (QR path shown; all paths in note)", kFixedDk),
-                              qr_slope, kLinearExponentMax, cli.evidence_path(timing_file), j.note}});
-  });
+  return run_experiment(cli, {[&](const Shard& shard) { measure_eigen_cost(cli, shard); },
+                              [&](const std::filesystem::path& dir) { return judge_eigen_cost(cli, dir); }});
 }
