@@ -32,11 +32,14 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/io/idx.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
@@ -190,6 +193,278 @@ struct RegressionInstance {
   std::string family() const { return fmt::format("trained layer {}, B {}", layer, head < 0 ? "random" : "= G + S"); }
 };
 
+constexpr const char* kG12File = "trained_regression_target.csv";
+constexpr const char* kG11File = "trained_regression_lowrank.csv";
+
+// The sizes of a run.
+struct Sizes {
+  std::int64_t images = 0, regression_images = 0;
+  std::vector<Eigen::Index> ranks;
+};
+Sizes sizes_of(bool quick, const ImageSet& test) {
+  Sizes s;
+  s.images = std::min<std::int64_t>(quick ? kQuickImages : kImages, test.count());
+  s.regression_images = std::min<std::int64_t>(quick ? kQuickRegressionImages : kRegressionImages, s.images);
+  s.ranks = quick ? kQuickRanks : kRanks;
+  return s;
+}
+
+// Two sweeps: G12's (checkpoint, image) probes, c-major, and G11's instances (checkpoint, layer, image, head
+// (-1: random B), rank). A shard probes the images of its G12 block and those its G11 block needs (a probe is
+// a deterministic function of the model and the image, so two shards probing one image get the same numbers).
+void measure_regression(const ExperimentCli& cli, const Shard& shard, const std::vector<std::unique_ptr<Model>>& models,
+                        const std::vector<std::string>& labels, const ImageSet& test) {
+  const bool quick = cli.options().quick;
+  const std::uint64_t seed = cli.options().seed;
+  const Sizes z = sizes_of(quick, test);
+  const std::int64_t n_images = z.images, n_regression = z.regression_images;
+  const auto progress = [&](const std::string& what) {
+    if (!quick) fmt::print(stderr, "{}: {}\n", cli.name(), what);
+  };
+  const std::size_t C = models.size();
+  const Shard::Range g12_range = shard.range(C * static_cast<std::size_t>(n_images));
+  std::vector<RegressionInstance> instances;
+  for (std::size_t c = 0; c < C; ++c) {
+    const ViTConfig& config = models[c]->config();
+    for (Eigen::Index l = 0; l < config.layers; ++l)
+      for (std::int64_t image = 0; image < n_regression; ++image)
+        for (Eigen::Index h = -1; h < config.heads; ++h)
+          for (Eigen::Index r : z.ranks) instances.push_back({c, l, h, image, r});
+  }
+  const Shard::Range g11_range = shard.range(instances.size());
+  const auto probe_index = [&](std::size_t c, std::int64_t image) { return c * static_cast<std::size_t>(n_images) + static_cast<std::size_t>(image); };
+
+  // ---- the probes this shard needs: S, G and the loss changes (G12) ----
+  std::set<std::size_t> needed;
+  for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) needed.insert(i);
+  for (std::size_t i = g11_range.begin; i < g11_range.end; ++i) needed.insert(probe_index(instances[i].checkpoint, instances[i].image));
+  const std::vector<std::size_t> to_probe(needed.begin(), needed.end());
+  progress(fmt::format("G12: {} probe(s) of {} checkpoint(s) x {} test images, every layer and head, {} steps each way",
+                       to_probe.size(), C, n_images, kSteps.size()));
+  std::map<std::size_t, ImageResult> probed;
+  {
+    std::vector<ImageResult> results(to_probe.size());
+    parallel_trials(to_probe.size(), [&](std::size_t j) {
+      const std::size_t i = to_probe[j];
+      const std::size_t c = i / static_cast<std::size_t>(n_images);
+      const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
+      results[j] = probe_image(*models[c], test, image, image < n_regression);
+    });
+    for (std::size_t j = 0; j < to_probe.size(); ++j) probed.emplace(to_probe[j], std::move(results[j]));
+  }
+
+  CsvTable g12({text_col("checkpoint"), int_col("layer"), int_col("head"), int_col("image"), int_col("label"),
+                real_col("loss"), real_col("g_norm"), real_col("s_norm"), real_col("s_residual"), text_col("direction"),
+                real_col("first_order"), real_col("t"), real_col("predicted_change"), real_col("loss_change"),
+                // Over a first-order change of 0 (G = 0 exactly): nan or inf, as the ratio is then undefined.
+                real_col("actual_over_predicted", true), real_col("loss_change_over_t_g2", true)});
+  for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) {
+    const std::size_t c = i / static_cast<std::size_t>(n_images);
+    const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
+    const int label = test.labels[static_cast<std::size_t>(image)];
+    const ImageResult& pr = probed.at(i);
+    for (std::size_t l = 0; l < pr.cases.size(); ++l)
+      for (std::size_t h = 0; h < pr.cases[l].size(); ++h) {
+        const ScoreCase& sc = pr.cases[l][h];
+        for (std::size_t k = 0; k < kSteps.size(); ++k) {
+          const double t = kSteps[k];
+          const StepChange& st = sc.steps[k];
+          g12.add_row({labels[c], static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+                       sc.s_norm, sc.s_residual, "toward B", sc.first_order_b, t, t * sc.first_order_b, st.toward_b,
+                       st.toward_b / (t * sc.first_order_b), st.toward_b / (t * sc.g_norm * sc.g_norm)});
+          g12.add_row({labels[c], static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+                       sc.s_norm, sc.s_residual, "dS*", sc.first_order_star, t, t * sc.first_order_star, st.toward_star,
+                       st.toward_star / (t * sc.first_order_star), st.toward_star / (t * sc.g_norm * sc.g_norm)});
+        }
+      }
+  }
+  cli.write_table(g12, kG12File);
+
+  // ---- G11: the recipe and Remark 2.1 with X = X' of each (checkpoint, layer, image) ----
+  progress(fmt::format("G11: {} of {} regression instances (X' of {} images per layer, B = G + S of each head and random, ranks {})",
+                       g11_range.size(), instances.size(), n_regression, fmt::join(z.ranks, ", ")));
+  FactoredSearchOptions search;
+  search.starts = kFactoredStarts;
+  const std::vector<LowRankInstance> measured = run_trials<LowRankInstance>(g11_range.size(), "G11 instances", [&](std::size_t j) {
+    const std::size_t i = g11_range.begin + j;
+    const RegressionInstance& in = instances[i];
+    const ImageScores<double>& sc = probed.at(probe_index(in.checkpoint, in.image)).scores;
+    const auto l = static_cast<std::size_t>(in.layer);
+    const Mat<double> x = augmented(sc.z[l]);
+    Rng rng(derive_seed(seed, i));
+    const Mat<double> b = in.head < 0 ? gaussian_matrix(x.rows(), x.rows(), rng)
+                                      : Mat<double>(sc.g[l][static_cast<std::size_t>(in.head)] + sc.s[l][static_cast<std::size_t>(in.head)]);
+    return measure_lowrank_instance(b, x, in.r, rng, search);
+  });
+  CsvTable g11({text_col("family"), text_col("checkpoint"), int_col("layer"), int_col("image"), text_col("b_kind"), int_col("head"), int_col("n"),
+                int_col("d"), int_col("r"), real_col("x_cond"), int_col("x_rank"), real_col("b_norm2"), real_col("f_recipe"),
+                real_col("f_closed"), real_col("f_closed_predicted"), real_col("unreachable"), real_col("f_factored"),
+                text_col("factored_converged"), real_col("factored_stationarity"), real_col("closed_minus_factored_rel"),
+                real_col("f_min"), real_col("recipe_gap_rel"), real_col("recipe_gap_ratio"), text_col("recipe_optimal"),
+                real_col("remark21"), real_col("remark21_ratio"), text_col("remark21_matches")});
+  for (std::size_t j = 0; j < g11_range.size(); ++j) {
+    const RegressionInstance& in = instances[g11_range.begin + j];
+    const LowRankInstance& r = measured[j];
+    const ImageScores<double>& sc = probed.at(probe_index(in.checkpoint, in.image)).scores;
+    const Eigen::Index n = sc.z[0].rows(), d = sc.z[0].cols() + 1;
+    const bool optimal = r.recipe_gap_ratio <= kRatioThreshold, matches = r.remark21_ratio <= kRatioThreshold;
+    g11.add_row({in.family(), labels[in.checkpoint], in.layer, in.image, in.b_kind(), in.head, n, d, in.r, r.x_cond, r.x_rank, r.b_norm2,
+                 r.f_recipe, r.f_closed, r.f_closed_predicted, r.unreachable, r.f_factored, r.factored_converged,
+                 r.factored_stationarity, r.closed_minus_factored, r.f_min, r.recipe_gap, r.recipe_gap_ratio, optimal, r.remark21,
+                 r.remark21_ratio, matches});
+  }
+  cli.write_table(g11, kG11File);
+}
+
+// The checkpoints' labels in the order a table first names them, as the notes cite them.
+std::string origin_of(const TableReader& t) {
+  std::vector<std::string> labels;
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (std::find(labels.begin(), labels.end(), t.text(r, "checkpoint")) == labels.end()) labels.push_back(t.text(r, "checkpoint"));
+  return fmt::format("{}", fmt::join(labels, "; "));
+}
+
+std::string quick_note(bool quick) {
+  return quick ? " --quick: 2 test images and ranks 2, 8 only, not a test of the claim." : "";
+}
+
+// G12 from trained_regression_target.csv, by the rule above. Each case (checkpoint, layer, head, image) has
+// one "toward B" and one "dS*" row per step of kSteps, in that order.
+ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kG12File);
+  const std::size_t n_steps = kSteps.size();
+  if (t.rows() == 0 || t.rows() % (2 * n_steps) != 0)
+    throw std::runtime_error(fmt::format("{}: {} rows, not a whole number of cases of {} rows", t.path().string(), t.rows(), 2 * n_steps));
+  std::vector<std::size_t> lowers_b(n_steps, 0), lowers_star(n_steps, 0);
+  std::size_t cases = 0, first_order_agree = 0;
+  double worst_first_order = 0, worst_s_residual = 0, ascent_min = 1e300;
+  std::int64_t n_images = 0;
+  std::vector<double> central_best, losses, change_b, change_star;  // the last three at t = 1
+  for (std::size_t row = 0; row < t.rows(); row += 2 * n_steps) {
+    ++cases;
+    n_images = std::max(n_images, t.integer(row, "image") + 1);
+    const double g_norm = t.real(row, "g_norm");
+    worst_s_residual = std::max(worst_s_residual, t.real(row, "s_residual"));
+    const double first_order_b = t.real(row, "first_order"), first_order_star = t.real(row + 1, "first_order");
+    ascent_min = std::min(ascent_min, first_order_b / (g_norm * g_norm));
+    double best = 1e300;
+    for (std::size_t k = 0; k < n_steps; ++k) {
+      const std::size_t rb = row + 2 * k, rs = rb + 1;
+      if (t.text(rb, "direction") != "toward B" || t.text(rs, "direction") != "dS*" || t.real(rb, "t") != kSteps[k])
+        throw std::runtime_error(fmt::format("{}: row {} is not step t = {:g} of a case", t.path().string(), rb + 1, kSteps[k]));
+      const double toward_b = t.real(rb, "loss_change"), toward_star = t.real(rs, "loss_change");
+      lowers_b[k] += toward_b < 0;
+      lowers_star[k] += toward_star < 0;
+      // B - S = G and dS* = -G (gamma = ||G||): the central difference of L along G.
+      const double central = (toward_b - toward_star) / (kSteps[k] * (first_order_b - first_order_star));
+      best = std::min(best, std::abs(central - 1));
+    }
+    central_best.push_back(best);
+    losses.push_back(t.real(row, "loss"));
+    change_b.push_back(t.real(row, "loss_change"));
+    change_star.push_back(t.real(row + 1, "loss_change"));
+    worst_first_order = std::max(worst_first_order, best);
+    first_order_agree += best <= kFirstOrderTolerance;
+  }
+  const auto rate = [&](std::size_t k, bool b) { return clopper_pearson(b ? lowers_b[k] : lowers_star[k], cases); };
+  const Interval cp = rate(0, true);
+  const Judgement lowers = judge_within_tolerance({"the rate of cases where L(B) < L(S)", cp.lower, cp.upper}, 1.0, kRateTolerance);
+  const Judgement not_lowers =
+      judge_within_tolerance({"the rate of cases where L(B) >= L(S)", 1 - cp.upper, 1 - cp.lower}, 1.0, kRateTolerance);
+  Verdict verdict = Verdict::inconclusive;
+  if (lowers.verdict == Verdict::holds) verdict = Verdict::holds;
+  else if (not_lowers.verdict == Verdict::holds) verdict = Verdict::fails;
+  std::string ladder;
+  for (std::size_t k = 0; k < n_steps; ++k) {
+    const Interval b = rate(k, true), s = rate(k, false);
+    ladder += fmt::format("{}t = {:g}: toward B {}/{} [{:.3f}, {:.3f}], dS* {}/{} [{:.3f}, {:.3f}]", k ? "; " : "", kSteps[k],
+                          lowers_b[k], cases, b.lower, b.upper, lowers_star[k], cases, s.lower, s.upper);
+  }
+  const std::string note = fmt::format(
+      "{}{} Cases: {} = (checkpoint, layer, head, test image) over the first {} test images of {}; L = one image's "
+      "cross-entropy, S = X' M X'^T (X' = [z | 1], z LN1's output, M = W'_Q W'_K^T / sqrt(d_k) with the biases; the "
+      "probe's S matches it within {:.2g}), G = dL/dS. First order: <G, B - S> = ||G||^2 > 0 in every case (min "
+      "<G, B - S> / ||G||^2 = {:.6f}): B - S = G is an ascent direction; <G, dS*> = -||G||^2 (gamma = ||G||_F, dS* = -G). "
+      "At t = 1, median over the cases: L(S) {:.4g}, L(B) - L(S) {:.4g}, L(S + dS*) - L(S) {:.4g}. "
+      "Cases lowering L (95% Clopper-Pearson) by step t of ||G||_F: {}. First-order check: the central ratio (L(S + tG) - "
+      "L(S - tG)) / (2 t ||G||^2) is within {:g} of 1 at its best step in {}/{} cases (median distance {:.3g}, worst "
+      "{:.3g}).{}",
+      verdict == Verdict::holds   ? fmt::format("L(B) < L(S) in {}/{} cases: ", lowers_b[0], cases)
+      : verdict == Verdict::fails ? fmt::format("L(B) >= L(S) in {}/{} cases: ", cases - lowers_b[0], cases)
+                                  : std::string(),
+      verdict == Verdict::holds   ? lowers.note
+      : verdict == Verdict::fails ? not_lowers.note
+                                  : lowers.note + " " + not_lowers.note,
+      cases, n_images, origin_of(t), worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star), ladder,
+      kFirstOrderTolerance, first_order_agree, cases, median(central_best), worst_first_order, quick_note(cli.options().quick));
+  return {"G12", kSource, verdict,
+          "fraction of cases (checkpoint, layer, head, test image) where moving S to seed 004's B = G + S lowers "
+          "the image's cross-entropy, L(B) < L(S)",
+          static_cast<double>(lowers_b[0]) / static_cast<double>(cases), 1 - kRateTolerance, cli.evidence_path(kG12File), note};
+}
+
+// G11 from trained_regression_lowrank.csv (and the image count from G12's table), by G5's and G6's rules.
+ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kG11File);
+  if (t.rows() == 0) throw std::runtime_error(fmt::format("{}: no rows to judge", t.path().string()));
+  std::int64_t n_images = 0;
+  {
+    const TableReader g12(dir / kG12File);
+    for (std::size_t r = 0; r < g12.rows(); ++r) n_images = std::max(n_images, g12.integer(r, "image") + 1);
+  }
+  std::map<std::string, std::pair<int, int>> g5, g6, both;
+  std::map<Eigen::Index, std::pair<int, int>> g5_by_rank;  // the recipe optimal, by rank, B = G + S only
+  std::map<std::string, std::pair<double, double>> cond_range;
+  std::vector<Eigen::Index> ranks;
+  double worst_ratio = 0, worst_gap = 0, worst_remark = 0, max_unreachable_share = 0;
+  std::int64_t rank_lo = 1 << 30, rank_hi = 0, cols = 0, n_regression = 0;
+  int recipe_worse_than_zero = 0;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const double gap_ratio = t.real(i, "recipe_gap_ratio"), remark_ratio = t.real(i, "remark21_ratio"), x_cond = t.real(i, "x_cond");
+    const double f_min = t.real(i, "f_min");
+    const bool optimal = gap_ratio <= kRatioThreshold, matches = remark_ratio <= kRatioThreshold;
+    const Eigen::Index r = t.integer(i, "r");
+    if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+    n_regression = std::max(n_regression, t.integer(i, "image") + 1);
+    const std::string& fam = t.text(i, "family");
+    auto& a5 = g5[fam]; a5.second++; a5.first += optimal;
+    auto& a6 = g6[fam]; a6.second++; a6.first += matches;
+    auto& ab = both[fam]; ab.second++; ab.first += optimal && matches;
+    if (t.integer(i, "head") >= 0) {
+      auto& ar = g5_by_rank[r]; ar.second++; ar.first += optimal;
+    }
+    auto& cr = cond_range.try_emplace(fam, x_cond, x_cond).first->second;
+    cr = {std::min(cr.first, x_cond), std::max(cr.second, x_cond)};
+    worst_ratio = std::max({worst_ratio, gap_ratio, remark_ratio});
+    worst_gap = std::max(worst_gap, t.real(i, "recipe_gap_rel"));
+    worst_remark = std::max(worst_remark, remark_ratio);
+    if (f_min > 0) max_unreachable_share = std::max(max_unreachable_share, t.real(i, "unreachable") / f_min);
+    recipe_worse_than_zero += t.real(i, "f_recipe") > t.real(i, "b_norm2");
+    rank_lo = std::min(rank_lo, t.integer(i, "x_rank"));
+    rank_hi = std::max(rank_hi, t.integer(i, "x_rank"));
+    cols = t.integer(i, "d");
+  }
+  const FamilyJudgement j = judge_by_family(both, &cond_range);
+  const FamilyJudgement j5 = judge_by_family(g5, &cond_range), j6 = judge_by_family(g6, &cond_range);
+  std::string by_rank;
+  for (const auto& [r, pt] : g5_by_rank) by_rank += fmt::format("{}r = {} {}/{}", by_rank.empty() ? "" : ", ", r, pt.first, pt.second);
+  const std::string note = fmt::format(
+      "{}. X = X' = [z | 1] of each (checkpoint, layer, test image), {} x {} (numerical rank {}..{}: LN1's output "
+      "satisfies sum_j (z_ij - beta_j) / gamma_j = 0 in every row, so X' is rank-deficient by one whenever that holds), "
+      "the first {} test images of {}; B = G + S of each head (L one image's cross-entropy) or exp_lowrank_regression's "
+      "random N(0, 1); ranks {}. G5's part (the recipe optimal): {} ({}); with B = G + S, optimal by rank: {}; worst (f(recipe) - "
+      "min f) / ||B||^2 = {:.3g}; the recipe is worse than Z = 0 in {}/{} instances. G6's part (Remark 2.1 matches): {} ({}); "
+      "worst ratio {:.3g}; the unreachable ||B - PBP||^2 (P the projector on range(X')), absent from Remark 2.1, is up to "
+      "{:.3g} of min f.{}",
+      j.note, n_images > 0 ? t.integer(0, "n") : 0, cols, rank_lo, rank_hi, n_regression, origin_of(t), fmt::join(ranks, ", "),
+      to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero, t.rows(), to_string(j6.verdict), j6.note,
+      worst_remark, max_unreachable_share, quick_note(cli.options().quick));
+  return {"G11", kSource, j.verdict,
+          "max over instances of max(G5's ratio (f(recipe) - min f) / (n eps cond(X)^2 ||B||^2), G6's |sum_{i>r} "
+          "sigma_i(Z*)^2 - min f| / (the same unit)) with X the trained layer inputs [z | 1]",
+          worst_ratio, kRatioThreshold, cli.evidence_path(kG11File), note};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -200,251 +475,63 @@ int main(int argc, char** argv) {
                        "an exact-attention checkpoint directory (manifest.json) to analyse instead of "
                        "<out>/checkpoints/exact; writes tables, no ledger rows");
   add_fashion_mnist_option(cli, data_dir);
+  cli.split_measurement();
   cli.parse(argc, argv);
   cli.set_dataset("fashion-mnist");
-  const bool quick = cli.options().quick;
-  const std::uint64_t seed = cli.options().seed;
-
-  const std::optional<FashionMnist> loaded = load_fashion_mnist_for(cli, data_dir, 28);
-  if (!loaded) return kExitUsage;
-  const ImageSet test{loaded->test_images.pixels, loaded->test_labels, 28};
-
-  // The checkpoints (one today: exp_vit_training saves its first seed's model only).
-  std::vector<fs::path> dirs;
-  if (!checkpoint.empty()) dirs.push_back(checkpoint);
-  else if (quick) dirs.push_back(fs::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "exact");
-  else dirs.push_back(cli.options().out / "checkpoints" / "exact");
-  std::vector<std::unique_ptr<Model>> models;
-  std::vector<std::string> labels;
-  try {
-    for (const auto& dir : dirs) {
-      if (checkpoint.empty() && !fs::is_regular_file(dir / "manifest.json")) {
-        fmt::print(stderr, "{}: {} holds no checkpoint: run exp_vit_training with the same --out first, or give --checkpoint DIR\n",
-                   cli.name(), dir.string());
-        return kExitUsage;
-      }
-      models.push_back(load_model(dir));
-      if (models.back()->config().attention.method != "exact") {
-        fmt::print(stderr, "{}: --checkpoint {}: the method is \"{}\"; G11 and G12 need exact attention (its scores S)\n",
-                   cli.name(), dir.string(), models.back()->config().attention.method);
-        return kExitUsage;
-      }
-      labels.push_back(fmt::format("{} (seed {}, step {})", dir.filename().string(), models.back()->config().seed,
-                                   read_checkpoint_info(dir).step));
-    }
-  } catch (const CheckpointError& e) {
-    fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
-    return kExitUsage;
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
+  if (!checkpoint.empty() && (cli.sharded() || cli.judging())) {
+    fmt::print(stderr, "{}: --checkpoint runs write tables only; --shard and --judge split the sweep that is judged\n", cli.name());
     return kExitUsage;
   }
+  const bool quick = cli.options().quick;
 
-  return run_experiment(cli.name(), [&] {
-    const std::int64_t n_images = std::min<std::int64_t>(quick ? kQuickImages : kImages, test.count());
-    const std::int64_t n_regression = std::min<std::int64_t>(quick ? kQuickRegressionImages : kRegressionImages, n_images);
-    const std::vector<Eigen::Index>& ranks = quick ? kQuickRanks : kRanks;
-    const auto progress = [&](const std::string& what) {
-      if (!quick) fmt::print(stderr, "{}: {}\n", cli.name(), what);
-    };
-
-    // ---- every image through every checkpoint's probe: S, G and the loss changes (G12) ----
-    const std::size_t C = models.size();
-    progress(fmt::format("G12: {} checkpoint(s) x {} test images, every layer and head, {} steps each way", C, n_images,
-                         kSteps.size()));
-    std::vector<ImageResult> probed(C * static_cast<std::size_t>(n_images));
-    parallel_trials(probed.size(), [&](std::size_t i) {
-      const std::size_t c = i / static_cast<std::size_t>(n_images);
-      const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
-      probed[i] = probe_image(*models[c], test, image, image < n_regression);
-    });
-
-    CsvTable g12({text_col("checkpoint"), int_col("layer"), int_col("head"), int_col("image"), int_col("label"),
-                  real_col("loss"), real_col("g_norm"), real_col("s_norm"), real_col("s_residual"), text_col("direction"),
-                  real_col("first_order"), real_col("t"), real_col("predicted_change"), real_col("loss_change"),
-                  // Over a first-order change of 0 (G = 0 exactly): nan or inf, as the ratio is then undefined.
-                  real_col("actual_over_predicted", true), real_col("loss_change_over_t_g2", true)});
-    const std::size_t n_steps = kSteps.size();
-    std::vector<std::size_t> lowers_b(n_steps, 0), lowers_star(n_steps, 0);
-    std::size_t cases = 0, first_order_agree = 0;
-    double worst_first_order = 0, worst_s_residual = 0, ascent_min = 1e300, max_loss_gap = 0;
-    std::vector<double> central_best, losses, change_b, change_star;  // the last three at t = 1
-    for (std::size_t i = 0; i < probed.size(); ++i) {
-      const std::size_t c = i / static_cast<std::size_t>(n_images);
-      const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
-      const int label = test.labels[static_cast<std::size_t>(image)];
-      for (std::size_t l = 0; l < probed[i].cases.size(); ++l)
-        for (std::size_t h = 0; h < probed[i].cases[l].size(); ++h) {
-          const ScoreCase& sc = probed[i].cases[l][h];
-          ++cases;
-          max_loss_gap = std::max(max_loss_gap, std::abs(sc.loss - probed[i].run_loss));
-          worst_s_residual = std::max(worst_s_residual, sc.s_residual);
-          ascent_min = std::min(ascent_min, sc.first_order_b / (sc.g_norm * sc.g_norm));
-          double best = 1e300;
-          for (std::size_t k = 0; k < n_steps; ++k) {
-            const double t = kSteps[k];
-            const StepChange& st = sc.steps[k];
-            lowers_b[k] += st.toward_b < 0;
-            lowers_star[k] += st.toward_star < 0;
-            g12.add_row({labels[c], static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
-                         sc.s_norm, sc.s_residual, "toward B", sc.first_order_b, t, t * sc.first_order_b, st.toward_b,
-                         st.toward_b / (t * sc.first_order_b), st.toward_b / (t * sc.g_norm * sc.g_norm)});
-            g12.add_row({labels[c], static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
-                         sc.s_norm, sc.s_residual, "dS*", sc.first_order_star, t, t * sc.first_order_star, st.toward_star,
-                         st.toward_star / (t * sc.first_order_star), st.toward_star / (t * sc.g_norm * sc.g_norm)});
-            // B - S = G and dS* = -G (gamma = ||G||): the central difference of L along G.
-            const double central = (st.toward_b - st.toward_star) / (t * (sc.first_order_b - sc.first_order_star));
-            best = std::min(best, std::abs(central - 1));
-          }
-          central_best.push_back(best);
-          losses.push_back(sc.loss);
-          change_b.push_back(sc.steps[0].toward_b);
-          change_star.push_back(sc.steps[0].toward_star);
-          worst_first_order = std::max(worst_first_order, best);
-          first_order_agree += best <= kFirstOrderTolerance;
+  // Judging reads the tables only: neither the data set nor the checkpoints need be on the judging machine.
+  std::optional<FashionMnist> loaded;
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<std::string> labels;
+  if (!cli.judging()) {
+    loaded = load_fashion_mnist_for(cli, data_dir, 28);
+    if (!loaded) return kExitUsage;
+    // The checkpoints (one today: exp_vit_training saves its first seed's model only).
+    std::vector<fs::path> dirs;
+    if (!checkpoint.empty()) dirs.push_back(checkpoint);
+    else if (quick) dirs.push_back(fs::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "exact");
+    else dirs.push_back(cli.options().out / "checkpoints" / "exact");
+    try {
+      for (const auto& dir : dirs) {
+        if (checkpoint.empty() && !fs::is_regular_file(dir / "manifest.json")) {
+          fmt::print(stderr, "{}: {} holds no checkpoint: run exp_vit_training with the same --out first, or give --checkpoint DIR\n",
+                     cli.name(), dir.string());
+          return kExitUsage;
         }
-    }
-    const std::string g12_file = "trained_regression_target.csv";
-    cli.write_table(g12, g12_file);
-
-    // ---- G11: the recipe and Remark 2.1 with X = X' of each (checkpoint, layer, image) ----
-    std::vector<RegressionInstance> instances;
-    for (std::size_t c = 0; c < C; ++c) {
-      const ViTConfig& config = models[c]->config();
-      for (Eigen::Index l = 0; l < config.layers; ++l)
-        for (std::int64_t image = 0; image < n_regression; ++image)
-          for (Eigen::Index h = -1; h < config.heads; ++h)
-            for (Eigen::Index r : ranks) instances.push_back({c, l, h, image, r});
-    }
-    progress(fmt::format("G11: {} regression instances (X' of {} images per layer, B = G + S of each head and random, ranks {})",
-                         instances.size(), n_regression, fmt::join(ranks, ", ")));
-    FactoredSearchOptions search;
-    search.starts = kFactoredStarts;
-    const std::vector<LowRankInstance> measured = run_trials<LowRankInstance>(instances.size(), "G11 instances", [&](std::size_t i) {
-      const RegressionInstance& in = instances[i];
-      const ImageScores<double>& sc = probed[in.checkpoint * static_cast<std::size_t>(n_images) + static_cast<std::size_t>(in.image)].scores;
-      const auto l = static_cast<std::size_t>(in.layer);
-      const Mat<double> x = augmented(sc.z[l]);
-      Rng rng(derive_seed(seed, i));
-      const Mat<double> b = in.head < 0 ? gaussian_matrix(x.rows(), x.rows(), rng)
-                                        : Mat<double>(sc.g[l][static_cast<std::size_t>(in.head)] + sc.s[l][static_cast<std::size_t>(in.head)]);
-      return measure_lowrank_instance(b, x, in.r, rng, search);
-    });
-
-    CsvTable g11({text_col("family"), text_col("checkpoint"), int_col("layer"), int_col("image"), text_col("b_kind"), int_col("head"), int_col("n"),
-                  int_col("d"), int_col("r"), real_col("x_cond"), int_col("x_rank"), real_col("b_norm2"), real_col("f_recipe"),
-                  real_col("f_closed"), real_col("f_closed_predicted"), real_col("unreachable"), real_col("f_factored"),
-                  text_col("factored_converged"), real_col("factored_stationarity"), real_col("closed_minus_factored_rel"),
-                  real_col("f_min"), real_col("recipe_gap_rel"), real_col("recipe_gap_ratio"), text_col("recipe_optimal"),
-                  real_col("remark21"), real_col("remark21_ratio"), text_col("remark21_matches")});
-    std::map<std::string, std::pair<int, int>> g5, g6, both;
-    std::map<Eigen::Index, std::pair<int, int>> g5_by_rank;  // the recipe optimal, by rank, B = G + S only
-    std::map<std::string, std::pair<double, double>> cond_range;
-    double worst_ratio = 0, worst_gap = 0, worst_remark = 0, max_unreachable_share = 0;
-    Eigen::Index rank_lo = 1 << 30, rank_hi = 0, cols = 0;
-    int recipe_worse_than_zero = 0;
-    for (std::size_t i = 0; i < instances.size(); ++i) {
-      const RegressionInstance& in = instances[i];
-      const LowRankInstance& r = measured[i];
-      const ImageScores<double>& sc = probed[in.checkpoint * static_cast<std::size_t>(n_images) + static_cast<std::size_t>(in.image)].scores;
-      const Eigen::Index n = sc.z[0].rows(), d = sc.z[0].cols() + 1;
-      const bool optimal = r.recipe_gap_ratio <= kRatioThreshold, matches = r.remark21_ratio <= kRatioThreshold;
-      g11.add_row({in.family(), labels[in.checkpoint], in.layer, in.image, in.b_kind(), in.head, n, d, in.r, r.x_cond, r.x_rank, r.b_norm2,
-                   r.f_recipe, r.f_closed, r.f_closed_predicted, r.unreachable, r.f_factored, r.factored_converged,
-                   r.factored_stationarity, r.closed_minus_factored, r.f_min, r.recipe_gap, r.recipe_gap_ratio, optimal, r.remark21,
-                   r.remark21_ratio, matches});
-      const std::string fam = in.family();
-      auto& a5 = g5[fam]; a5.second++; a5.first += optimal;
-      auto& a6 = g6[fam]; a6.second++; a6.first += matches;
-      auto& ab = both[fam]; ab.second++; ab.first += optimal && matches;
-      if (in.head >= 0) {
-        auto& ar = g5_by_rank[in.r]; ar.second++; ar.first += optimal;
+        models.push_back(load_model(dir));
+        if (models.back()->config().attention.method != "exact") {
+          fmt::print(stderr, "{}: --checkpoint {}: the method is \"{}\"; G11 and G12 need exact attention (its scores S)\n",
+                     cli.name(), dir.string(), models.back()->config().attention.method);
+          return kExitUsage;
+        }
+        labels.push_back(fmt::format("{} (seed {}, step {})", dir.filename().string(), models.back()->config().seed,
+                                     read_checkpoint_info(dir).step));
       }
-      auto& cr = cond_range.try_emplace(fam, r.x_cond, r.x_cond).first->second;
-      cr = {std::min(cr.first, r.x_cond), std::max(cr.second, r.x_cond)};
-      worst_ratio = std::max({worst_ratio, r.recipe_gap_ratio, r.remark21_ratio});
-      worst_gap = std::max(worst_gap, r.recipe_gap);
-      worst_remark = std::max(worst_remark, r.remark21_ratio);
-      if (r.f_min > 0) max_unreachable_share = std::max(max_unreachable_share, r.unreachable / r.f_min);
-      recipe_worse_than_zero += r.f_recipe > r.b_norm2;
-      rank_lo = std::min(rank_lo, r.x_rank);
-      rank_hi = std::max(rank_hi, r.x_rank);
-      cols = d;
+    } catch (const CheckpointError& e) {
+      fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
+      return kExitUsage;
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
+      return kExitUsage;
     }
-    const std::string g11_file = "trained_regression_lowrank.csv";
-    cli.write_table(g11, g11_file);
+  }
 
-    if (!checkpoint.empty()) {
-      fmt::print(stderr, "{}: --checkpoint: tables written, no ledger rows (a verdict is about the models trained here)\n", cli.name());
-      return;
-    }
-
-    // ---- the verdicts ----
-    const std::string quick_note = quick ? " --quick: 2 test images and ranks 2, 8 only, not a test of the claim." : "";
-    const std::string origin = fmt::format("{}", fmt::join(labels, "; "));
-    std::vector<ClaimRow> rows;
-    {
-      const auto rate = [&](std::size_t k, bool b) {
-        return clopper_pearson(b ? lowers_b[k] : lowers_star[k], cases);
-      };
-      const Interval cp = rate(0, true);
-      const Judgement lowers = judge_within_tolerance({"the rate of cases where L(B) < L(S)", cp.lower, cp.upper}, 1.0, kRateTolerance);
-      const Judgement not_lowers =
-          judge_within_tolerance({"the rate of cases where L(B) >= L(S)", 1 - cp.upper, 1 - cp.lower}, 1.0, kRateTolerance);
-      Verdict verdict = Verdict::inconclusive;
-      if (lowers.verdict == Verdict::holds) verdict = Verdict::holds;
-      else if (not_lowers.verdict == Verdict::holds) verdict = Verdict::fails;
-      std::string ladder;
-      for (std::size_t k = 0; k < n_steps; ++k) {
-        const Interval b = rate(k, true), s = rate(k, false);
-        ladder += fmt::format("{}t = {:g}: toward B {}/{} [{:.3f}, {:.3f}], dS* {}/{} [{:.3f}, {:.3f}]", k ? "; " : "", kSteps[k],
-                              lowers_b[k], cases, b.lower, b.upper, lowers_star[k], cases, s.lower, s.upper);
-      }
-      const std::string note = fmt::format(
-          "{}{} Cases: {} = (checkpoint, layer, head, test image) over the first {} test images of {}; L = one image's "
-          "cross-entropy, S = X' M X'^T (X' = [z | 1], z LN1's output, M = W'_Q W'_K^T / sqrt(d_k) with the biases; the "
-          "probe's S matches it within {:.2g}), G = dL/dS. First order: <G, B - S> = ||G||^2 > 0 in every case (min "
-          "<G, B - S> / ||G||^2 = {:.6f}): B - S = G is an ascent direction; <G, dS*> = -||G||^2 (gamma = ||G||_F, dS* = -G). "
-          "At t = 1, median over the cases: L(S) {:.4g}, L(B) - L(S) {:.4g}, L(S + dS*) - L(S) {:.4g}. "
-          "Cases lowering L (95% Clopper-Pearson) by step t of ||G||_F: {}. First-order check: the central ratio (L(S + tG) - "
-          "L(S - tG)) / (2 t ||G||^2) is within {:g} of 1 at its best step in {}/{} cases (median distance {:.3g}, worst "
-          "{:.3g}).{}",
-          verdict == Verdict::holds   ? fmt::format("L(B) < L(S) in {}/{} cases: ", lowers_b[0], cases)
-          : verdict == Verdict::fails ? fmt::format("L(B) >= L(S) in {}/{} cases: ", cases - lowers_b[0], cases)
-                                      : std::string(),
-          verdict == Verdict::holds   ? lowers.note
-          : verdict == Verdict::fails ? not_lowers.note
-                                      : lowers.note + " " + not_lowers.note,
-          cases,
-          n_images, origin, worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star), ladder, kFirstOrderTolerance, first_order_agree, cases,
-          median(central_best), worst_first_order, quick_note);
-      rows.push_back({"G12", kSource, verdict,
-                      "fraction of cases (checkpoint, layer, head, test image) where moving S to seed 004's B = G + S lowers "
-                      "the image's cross-entropy, L(B) < L(S)",
-                      static_cast<double>(lowers_b[0]) / static_cast<double>(cases), 1 - kRateTolerance, cli.evidence_path(g12_file),
-                      note});
-    }
-    {
-      const FamilyJudgement j = judge_by_family(both, &cond_range);
-      const FamilyJudgement j5 = judge_by_family(g5, &cond_range), j6 = judge_by_family(g6, &cond_range);
-      std::string by_rank;
-      for (const auto& [r, pt] : g5_by_rank) by_rank += fmt::format("{}r = {} {}/{}", by_rank.empty() ? "" : ", ", r, pt.first, pt.second);
-      const std::string note = fmt::format(
-          "{}. X = X' = [z | 1] of each (checkpoint, layer, test image), {} x {} (numerical rank {}..{}: LN1's output "
-          "satisfies sum_j (z_ij - beta_j) / gamma_j = 0 in every row, so X' is rank-deficient by one whenever that holds), "
-          "the first {} test images of {}; B = G + S of each head (L one image's cross-entropy) or exp_lowrank_regression's "
-          "random N(0, 1); ranks {}. G5's part (the recipe optimal): {} ({}); with B = G + S, optimal by rank: {}; worst (f(recipe) - "
-          "min f) / ||B||^2 = {:.3g}; the recipe is worse than Z = 0 in {}/{} instances. G6's part (Remark 2.1 matches): {} ({}); "
-          "worst ratio {:.3g}; the unreachable ||B - PBP||^2 (P the projector on range(X')), absent from Remark 2.1, is up to "
-          "{:.3g} of min f.{}",
-          j.note, n_images > 0 ? probed[0].scores.z.empty() ? 0 : probed[0].scores.z[0].rows() : 0, cols, rank_lo, rank_hi,
-          n_regression, origin, fmt::join(ranks, ", "), to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero,
-          instances.size(), to_string(j6.verdict), j6.note, worst_remark, max_unreachable_share, quick_note);
-      rows.push_back({"G11", kSource, j.verdict,
-                      "max over instances of max(G5's ratio (f(recipe) - min f) / (n eps cond(X)^2 ||B||^2), G6's |sum_{i>r} "
-                      "sigma_i(Z*)^2 - min f| / (the same unit)) with X the trained layer inputs [z | 1]",
-                      worst_ratio, kRatioThreshold, cli.evidence_path(g11_file), note});
-    }
-    cli.write_claims(rows);
-  });
+  return run_experiment(cli, {[&](const Shard& shard) {
+                                const ImageSet test{loaded->test_images.pixels, loaded->test_labels, 28};
+                                measure_regression(cli, shard, models, labels, test);
+                              },
+                              [&](const std::filesystem::path& dir) -> std::vector<ClaimRow> {
+                                if (!checkpoint.empty()) {
+                                  fmt::print(stderr, "{}: --checkpoint: tables written, no ledger rows (a verdict is about "
+                                                     "the models trained here)\n", cli.name());
+                                  return {};
+                                }
+                                // The ledger's order as before: G12, then G11.
+                                return {judge_g12(cli, dir), judge_g11(cli, dir)};
+                              }});
 }
