@@ -206,7 +206,8 @@ void ExperimentCli::write_table(const CsvTable& table, const std::string& file) 
 }
 
 void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
-  if (uses_given()) return;
+  // No rows (a user's --checkpoint, a judge with nothing to judge): no ledger is created or rewritten.
+  if (uses_given() || rows.empty()) return;
   std::vector<ClaimRow> named = rows;
   for (auto& r : named) r.experiment = name_;  // provenance: the report's "reproduce" line reads it
   merge_into_ledger(ledger_path(), named);
