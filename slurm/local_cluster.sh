@@ -132,19 +132,21 @@ stop() {
   export SLURM_CONF=$conf
   if pid_alive "$ctld"; then
     # Every job of this private cluster is ours: cancel them, give their steps KillWait to end.
-    scancel --quiet --full --state=PENDING,RUNNING,SUSPENDED 2>/dev/null || true
+    scancel --quiet --user="$(id -un)" 2>/dev/null || true
     local t=0
-    while [ "$t" -lt 150 ] && [ -n "$(squeue -h -t RUNNING,COMPLETING -o %i 2>/dev/null)" ]; do sleep 0.1; t=$((t + 1)); done
+    while [ "$t" -lt 150 ] && [ -n "$(squeue -h -o %i 2>/dev/null)" ]; do sleep 0.1; t=$((t + 1)); done
   fi
-  # Job steps still alive on the node (their pids, as slurmd tracks them), then the daemons, by pid.
-  local steps=""
+  # Job steps still alive on the node (their pids, as slurmd tracks them), then the daemons, by pid:
+  # slurmd and slurmctld together, munged (which they need until they exit) last.
+  local steps="" p
   pid_alive "$slurmd" && steps=$(scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}' || true)
   for p in $steps; do kill -KILL "$p" 2>/dev/null || true; done
-  for p in "$slurmd" "$ctld" "$munge"; do
-    pid_alive "$p" || continue
-    kill -TERM "$p" 2>/dev/null || true
-    wait_gone "$p" 10 || { kill -KILL "$p" 2>/dev/null || true; wait_gone "$p" 5 || true; }
-  done
+  for p in "$slurmd" "$ctld"; do pid_alive "$p" && kill -TERM "$p" 2>/dev/null || true; done
+  for p in "$slurmd" "$ctld"; do wait_gone "$p" 20 || { kill -KILL "$p" 2>/dev/null || true; wait_gone "$p" 5 || true; }; done
+  if pid_alive "$munge"; then
+    kill -TERM "$munge" 2>/dev/null || true
+    wait_gone "$munge" 10 || { kill -KILL "$munge" 2>/dev/null || true; wait_gone "$munge" 5 || true; }
+  fi
   rm -rf "$dir"
 }
 

@@ -126,7 +126,7 @@ cmd_task() {
     done
     [ "$found" = 1 ] || die "$exp: no checkpoints in $run/shards/exp_vit_training/*/checkpoints (exp_vit_training's tasks must finish first)"
   fi
-  local start=$SECONDS rc=0 stats=""
+  local start=$EPOCHREALTIME rc=0 stats=""
   echo "steps.sh: $exp shard $i/$shards on $(hostname), threads ${threads:-default}"
   if [ -x /usr/bin/time ]; then
     /usr/bin/time -f '%M' -o "$out.rss" "$bin/$exp" --shard "$i/$shards" --out "$out" "${flags[@]}" "${thread_flags[@]}" || rc=$?
@@ -136,7 +136,8 @@ cmd_task() {
   fi
   [ "$rc" = 0 ] || { echo "steps.sh: $exp shard $i/$shards failed (exit $rc)" >&2; exit "$rc"; }
   [ -f "$out/$exp.shard.json" ] || die "$exp shard $i/$shards exited 0 but wrote no stamp $out/$exp.shard.json"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$exp" "$i" "$shards" "$((SECONDS - start))" "${stats:-}" \
+  local seconds; seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$exp" "$i" "$shards" "$seconds" "${stats:-}" \
     "$(hostname)" "${threads:-default}" >"$run/times/$exp.$i"
 }
 

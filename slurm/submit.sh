@@ -66,6 +66,14 @@ resources_of() {
   if [ "$quick_mode" = 1 ]; then echo "$5 $6 $7"; else echo "$2 $3 $4"; fi
 }
 
+# "1,2,3,5" -> "1-3,5" (sbatch --array syntax).
+ranges() {
+  awk -F, '{ out = ""; i = 1
+    while (i <= NF) { j = i; while (j < NF && $(j + 1) == $j + 1) j++
+      out = out (out == "" ? "" : ",") (j > i ? $i "-" $j : $i); i = j + 1 }
+    print out }' <<<"$1"
+}
+
 # Runs sbatch and prints the job id (sbatch --parsable prints "id" or "id;cluster").
 submit() {
   local id
@@ -99,6 +107,7 @@ part=()
 # The tasks to submit: every shard on a first submission, those without a stamp on --resume.
 declare -A todo=()
 while read -r exp i; do todo[$exp]+="${todo[$exp]:+,}$i"; done < <("$steps" missing "$run")
+for exp in "${!todo[@]}"; do todo[$exp]=$(ranges "${todo[$exp]}"); done
 
 ids=(); vit_id=""; whole_seconds=0
 touch "$run/jobs.tsv"

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Checks that a sharded run's merged directory equals an unsharded run's results (issue 16).
+
+usage: slurm/compare_runs.py WHOLE_DIR MERGED_DIR
+
+- The same tables (*.csv) on both sides; every table byte for byte, except timing tables (*_timing.csv),
+  whose header line must still match.
+- claims.csv: the same rows in the same order, every field equal once each side's directory is taken out
+  of the evidence and note (the ledger names a table by its path), except for the claims listed in
+  slurm/timing_claims.txt: their verdict, observed value and note come from measured times, so only
+  their other fields are compared.
+- MERGED_DIR holds REPORT.md and a <experiment>.merged.json stamp per sharded experiment (not compared).
+Prints one line per difference and exits 1 if there is any; prints a summary and exits 0 otherwise.
+"""
+import csv
+import io
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def ledger_path(path):
+    """A directory as the experiments name it in the ledger: relative to the repository root if inside."""
+    full = os.path.realpath(path)
+    rel = os.path.relpath(full, ROOT)
+    return full if rel == ".." or rel.startswith("../") else rel
+
+
+def timing_claims():
+    ids = set()
+    with open(os.path.join(HERE, "timing_claims.txt"), encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                ids.add(line.split()[0])
+    return ids
+
+
+def read_claims(directory):
+    with open(os.path.join(directory, "claims.csv"), encoding="utf-8", newline="") as f:
+        text = f.read()
+    # Both spellings the ledger may use for the directory (relative to the repository or absolute).
+    for prefix in {ledger_path(directory), os.path.realpath(directory)}:
+        text = text.replace(prefix + "/", "<dir>/")
+    rows = list(csv.reader(io.StringIO(text)))
+    return rows[0], rows[1:]
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    whole, merged = argv[1], argv[2]
+    problems = []
+    tables_w = sorted(f for f in os.listdir(whole) if f.endswith(".csv") and f != "claims.csv")
+    tables_m = sorted(f for f in os.listdir(merged) if f.endswith(".csv") and f != "claims.csv")
+    for f in sorted(set(tables_w) ^ set(tables_m)):
+        problems.append(f"{f}: only in {whole if f in tables_w else merged}")
+    same, timing = 0, 0
+    for f in sorted(set(tables_w) & set(tables_m)):
+        a = open(os.path.join(whole, f), "rb").read()
+        b = open(os.path.join(merged, f), "rb").read()
+        if f.endswith("_timing.csv"):
+            timing += 1
+            if a.split(b"\n", 1)[0] != b.split(b"\n", 1)[0]:
+                problems.append(f"{f}: the timing table's header differs")
+        elif a != b:
+            problems.append(f"{f}: differs ({len(a)} bytes in {whole}, {len(b)} in {merged})")
+        else:
+            same += 1
+    header_w, rows_w = read_claims(whole)
+    header_m, rows_m = read_claims(merged)
+    if header_w != header_m:
+        problems.append("claims.csv: the headers differ")
+    loose = timing_claims()
+    cols = {name: k for k, name in enumerate(header_w)}
+    skip = {cols[c] for c in ("verdict", "observed", "note") if c in cols}
+    ids_w = [r[0] for r in rows_w]
+    ids_m = [r[0] for r in rows_m]
+    if ids_w != ids_m:
+        problems.append(f"claims.csv: different rows: {ids_w} against {ids_m}")
+    else:
+        for a, b in zip(rows_w, rows_m):
+            if a[0] in loose:
+                a = [x for k, x in enumerate(a) if k not in skip]
+                b = [x for k, x in enumerate(b) if k not in skip]
+            if a != b:
+                problems.append(f"claims.csv: row {a[0]} differs:\n  {a}\n  {b}")
+    if not os.path.isfile(os.path.join(merged, "REPORT.md")):
+        problems.append(f"{merged}/REPORT.md missing")
+    for p in problems:
+        print(p)
+    if problems:
+        return 1
+    strict = sum(1 for r in ids_w if r not in loose)
+    print(f"equal: {same} tables byte for byte, {timing} timing tables by header, claims.csv's {len(ids_w)} rows "
+          f"({strict} whole, {len(ids_w) - strict} timing claims without verdict/observed/note)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
