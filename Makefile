@@ -9,7 +9,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
 SANITIZE_BUILD ?= build-sanitize
 
-.PHONY: all build test results report quick bench deps check-deps check-fuzz-deps fuzz test-sanitize clean
+.PHONY: all build test results report quick bench deps check-deps check-fuzz-deps fuzz test-sanitize clean slurm test-slurm
 
 all: build
 
@@ -41,9 +41,38 @@ test: check-deps
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# `make results JOBS=N` (JOBS on the command line): every experiment's sweep cut into SHARDS shards (default
+# JOBS) run as JOBS parallel processes, merged, judged and reported, then published into results/ exactly
+# like the one-process run (tools/run_sharded.sh; the tables and ledger are the same byte for byte, timings
+# aside). Without JOBS on the command line, one process runs the experiments one after another.
+SHARDED_RUN ?= $(BUILD)/sharded-run
 results: check-deps
 	@$(MAKE) --no-print-directory build
+ifeq ($(origin JOBS),command line)
+	rm -rf $(SHARDED_RUN)
+	tools/run_sharded.sh --shards $(or $(SHARDS),$(JOBS)) --jobs $(JOBS) --seed $(SEED) --bin $(BUILD)/bin \
+	  --out $(SHARDED_RUN) --publish results
+else
 	REPORT=1 tools/run_experiments.sh $(BUILD)/bin results --seed $(SEED)
+endif
+
+# Slurm (issue 16, README "Running on a cluster"): `make slurm SHARDS=N [PARTITION=p] [SLURM_FLAGS=--quick]`
+# builds, then submits one job array per experiment (N tasks) and the merge-judge-report job after them,
+# and prints the job ids; the run lands in SLURM_RUN (RUN/merged when done). It needs only cmake, the
+# compilers and sbatch on the login node (no Debian package check: clusters run other distributions).
+SLURM_RUN ?= $(BUILD)/slurm-runs/$(shell date +%Y%m%d-%H%M%S)
+slurm: $(BUILD)/CMakeCache.txt
+	@test -n "$(SHARDS)" || { echo "make slurm: give SHARDS=N (tasks per experiment), e.g. make slurm SHARDS=4 PARTITION=short"; exit 2; }
+	cmake --build $(BUILD) -j $(JOBS)
+	slurm/submit.sh --shards $(SHARDS) $(if $(PARTITION),--partition $(PARTITION)) --seed $(SEED) --bin $(BUILD)/bin \
+	  $(SLURM_FLAGS) --out $(SLURM_RUN)
+
+# A real Slurm on this machine (as root): installs slurm-wlm and munge if missing, starts munged, slurmctld
+# and slurmd in a scratch directory, runs the quick sweep as job arrays (one task cancelled and rerun on
+# the way) and checks the merged results against an unsharded quick run; stops the daemons by pid.
+test-slurm: check-deps
+	@$(MAKE) --no-print-directory build
+	slurm/test_single_node.sh $(BUILD)/bin
 
 # Rewrites results/REPORT.md and results/figures/ from the results already there (no experiment is rerun).
 report: check-deps

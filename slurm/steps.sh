@@ -6,11 +6,11 @@
 #       writes RUN/run.conf (binaries, N, flags) and RUN/plan.tsv: every experiment in the order
 #       tools/run_experiments.sh runs them, each `sharded` (its --help offers --shard) or `whole`
 #       (not converted yet: it runs unsharded in the finish step). RUN must be new or hold a run
-#       with the same settings.
+#       with the same settings and the same binaries (their md5 sums).
 #   slurm/steps.sh task RUN EXP I
 #       shard I of EXP into RUN/shards/EXP/I (the experiment removes an old stamp first and writes its
-#       new one last, so a killed task leaves no stamp); appends its wall time and peak memory to
-#       RUN/times/EXP.I.
+#       new one last, so a killed task leaves no stamp); writes RUN/times/EXP.I: experiment, shard, shards,
+#       wall seconds, peak resident memory (KiB, when /usr/bin/time exists), host, threads.
 #   slurm/steps.sh finish RUN
 #       attnlab_merge of every shard, exp_vit_training's checkpoints gathered (full mode), then in plan
 #       order `EXP --judge` (sharded) or a whole run (the others), then tools/make_report.py; all in a
@@ -81,7 +81,10 @@ cmd_init() {
   mkdir -p "$run_arg"
   local r; r=$(cd "$run_arg" && pwd)
   local conf
-  conf=$(printf 'bin=%q\nshards=%q\nseed=%q\nquick=%q\n' "$bin_dir" "$n" "$s" "$q")
+  # The binaries' digest: a rebuilt experiment makes old shards stale, so a run directory is for one build.
+  local digest
+  digest=$(cd "$bin_dir" && md5sum attnlab_merge exp_* | md5sum | cut -d' ' -f1)
+  conf=$(printf 'bin=%q\nbinaries_md5=%q\nshards=%q\nseed=%q\nquick=%q\n' "$bin_dir" "$digest" "$n" "$s" "$q")
   # The plan: run_experiments.sh's order (alphabetical, exp_trained_* last).
   local plan="" late="" exe name mode vit_mode=""
   shopt -s nullglob
@@ -101,7 +104,7 @@ cmd_init() {
   [ -n "$plan" ] || die "no experiments (exp_*) in $bin_dir"
   if [ -f "$r/run.conf" ]; then
     [ "$(cat "$r/run.conf")" = "$conf" ] && [ "$(cat "$r/plan.tsv")" = "${plan%$'\n'}" ] ||
-      die "$r holds a run with other settings or another build's experiments (see $r/run.conf); use a new directory"
+      die "$r holds a run with other settings or of other binaries (a rebuild; see $r/run.conf): use a new directory"
   else
     printf '%s\n' "$conf" >"$r/run.conf"
     printf '%s' "$plan" >"$r/plan.tsv"
