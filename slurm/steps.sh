@@ -12,7 +12,7 @@
 #       new one last, so a killed task leaves no stamp); writes RUN/times/EXP.I: experiment, shard, shards,
 #       wall seconds, peak resident memory (KiB, when /usr/bin/time exists), host, threads.
 #   slurm/steps.sh finish RUN
-#       attnlab_merge of every shard, exp_vit_training's checkpoints gathered (full mode), then in plan
+#       attnlab_merge of every shard (full mode: exp_vit_training's checkpoints with it), then in plan
 #       order `EXP --judge` (sharded) or a whole run (the others), then tools/make_report.py; all in a
 #       staging directory renamed to RUN/merged at the end (a failed finish leaves no RUN/merged).
 #   slurm/steps.sh missing RUN
@@ -176,11 +176,12 @@ cmd_finish() {
     [ -f "$stage/$exp.merged.json" ] || die "$exp: no shard of it in $run/shards/$exp has a stamp (its tasks did not complete)"
   done <"$run/plan.tsv"
   if [ "$quick" = 0 ]; then
+    # exp_vit_training's checkpoints, for the judges and whole runs of exp_trained_* here: attnlab_merge
+    # carries those a shard's stamp lists; any other is copied from the shard that wrote it.
     local d
     for d in "$run"/shards/exp_vit_training/*/checkpoints/*/; do
       mkdir -p "$stage/checkpoints"
-      [ -e "$stage/checkpoints/$(basename "$d")" ] && die "checkpoint $(basename "$d") written by two shards of exp_vit_training"
-      cp -r "${d%/}" "$stage/checkpoints/"
+      [ -e "$stage/checkpoints/$(basename "$d")" ] || cp -r "${d%/}" "$stage/checkpoints/"
     done
   fi
   while IFS=$'\t' read -r exp mode; do

@@ -10,7 +10,7 @@
 #    per experiment that can shard, and the finish job after them. Meanwhile runs the unsharded quick
 #    run (tools/run_experiments.sh) into the scratch directory.
 # 4. Cancels one array task while it runs (scancel; $KILL_EXP shard $KILL_SHARD, default
-#    exp_trained_growth 1), checks it left no stamp, that attnlab_merge refuses its shards (exit 2, one
+#    exp_vit_training 1), checks it left no stamp, that attnlab_merge refuses its shards (exit 2, one
 #    line naming the missing shard, nothing written) and that the finish job was cancelled with it; then
 #    `slurm/submit.sh --resume` reruns that task alone and a new finish job, which must complete.
 # 5. slurm/compare_runs.py: the merged tables and claims.csv equal the unsharded run's (timing tables
@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 bin=$(cd "${1:-$root/build/bin}" && pwd)
 shards=${SHARDS:-4}
-kill_exp=${KILL_EXP:-exp_trained_growth}
+kill_exp=${KILL_EXP:-exp_vit_training}
 kill_shard=${KILL_SHARD:-1}
 t_start=$SECONDS
 
