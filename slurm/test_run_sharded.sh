@@ -47,7 +47,7 @@ echo "$msg" | grep -q "$sharded" || fail "attnlab_merge's message does not name 
 [ ! -e "$scratch/refused" ] || fail "attnlab_merge refused but wrote $scratch/refused"
 "${cmd[@]}" >"$scratch/rerun.log" || { cat "$scratch/rerun.log"; fail "the rerun failed"; }
 grep -q '^run_sharded.sh: 1 tasks to run' "$scratch/rerun.log" || fail "the rerun did not run exactly one task: $(head -n 1 "$scratch/rerun.log")"
-"$here/compare_runs.py" "$scratch/whole" "$run/merged" >/dev/null || fail "the rerun's merged directory differs"
+"$here/compare_runs.py" "$scratch/whole" "$run/merged" >"$scratch/rerun.cmp" || { cat "$scratch/rerun.cmp"; fail "the rerun's merged directory differs"; }
 
 # 3. Refusals.
 set +e
