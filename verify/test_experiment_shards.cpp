@@ -49,9 +49,11 @@ std::vector<std::vector<std::string>> untimed_cells(const std::filesystem::path&
                      h.find("rate") != std::string::npos || h.find("speed") != std::string::npos ||
                      // Derived from times as well: repeats chosen from a first timing, exponents fitted to
                      // times with their intervals and fit quality, the resident set's measured peak (as
-                     // noisy as a time), and which method was fastest.
+                     // noisy as a time), and which method was fastest or faster (qk_merge_timing's
+                     // factored_faster flips between runs when the two times are close).
                      h == "repeats" || h.find("exponent") != std::string::npos || h.ends_with("95") ||
                      h == "r2" || h.find("peak") != std::string::npos || h == "fastest" ||
+                     h.ends_with("_faster") ||
                      h == "threads"));  // the whole run uses 2 threads, the shards 1
   for (auto& r : rows) {
     std::vector<std::string> kept;
