@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 
 #include "support.hpp"
 
@@ -48,4 +49,18 @@ TEST_CASE("--help prints the common flags and exits 0") {
   const auto r = run_binary(kExperiment, {"--help"});
   CHECK(r.exit_status == 0);
   for (const char* flag : {"--seed", "--quick", "--out", "--threads"}) CHECK(r.output.find(flag) != std::string::npos);
+}
+
+TEST_CASE("a shard's stamp records the experiment's own flags, not the common ones") {
+  // attnlab_merge refuses shards whose flags differ (test_shards.cpp): the stamp must carry them.
+  ScratchDir dir;
+  const auto out = dir.path() / "shard";
+  const auto r = run_binary("exp_qk_merge", {"--quick", "--repeats", "2", "--threads", "1", "--seed", "5", "--shard",
+                                              "1/2", "--out", out.string()});
+  REQUIRE(r.exit_status == 0);
+  std::ifstream in(out / "exp_qk_merge.shard.json");
+  const std::string stamp((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(stamp);
+  CHECK(stamp.find("\"options\": \"--repeats 2\",") != std::string::npos);
+  CHECK(stamp.find("\"seed\": \"5\"") != std::string::npos);
 }

@@ -119,13 +119,14 @@ TEST_CASE("stamps: written and read back; malformed ones refused naming the file
   CHECK(s.seed == 18446744073709551615ULL);  // every 64-bit seed survives the JSON
   CHECK(s.tables.size() == 1);
   CHECK(s.sweeps == std::vector<std::uint64_t>{5});
+  CHECK(s.options.empty());
   CHECK_NOTHROW(check_stamped_tables(s, dir.path() / "a"));
   for (const char* bad : {"", "{}", "[1]", "{\"format\": \"attnlab-shard-9\"}",
-                          "{\"format\": \"attnlab-shard-1\", \"experiment\": \"e\", \"shard\": 4, \"shards\": 3, \"seed\": \"1\", "
+                          "{\"format\": \"attnlab-shard-2\", \"experiment\": \"e\", \"shard\": 4, \"shards\": 3, \"seed\": \"1\", "
                           "\"quick\": true, \"build\": \"b\", \"hosts\": [], \"tables\": []}",
-                          "{\"format\": \"attnlab-shard-1\", \"experiment\": \"e\", \"shard\": 1, \"shards\": 1, \"seed\": \"-1\", "
+                          "{\"format\": \"attnlab-shard-2\", \"experiment\": \"e\", \"shard\": 1, \"shards\": 1, \"seed\": \"-1\", "
                           "\"quick\": true, \"build\": \"b\", \"hosts\": [], \"tables\": []}",
-                          "{\"format\": \"attnlab-shard-1\", \"experiment\": \"e\", \"shard\": 1, \"shards\": 1, \"seed\": \"1\", "
+                          "{\"format\": \"attnlab-shard-2\", \"experiment\": \"e\", \"shard\": 1, \"shards\": 1, \"seed\": \"1\", "
                           "\"quick\": true, \"build\": \"b\", \"hosts\": [], \"tables\": [{\"file\": \"../x.csv\", \"bytes\": 1, \"crc32\": 1}]}"}) {
     INFO(bad);
     write_file_atomically(dir.path() / "bad.shard.json", bad);
@@ -172,6 +173,13 @@ TEST_CASE("merge_shards: concatenates in shard order; refuses missing, duplicate
     write_file_atomically(shard_stamp_path(d.path() / "sweeps", "exp_made_up"), stamp_json(s));
   }
   refused({s1, d.path() / "sweeps", s3}, "sweep sizes [5, 1]");
+  write_shard(d.path() / "options", 2, 3, 2, 0);
+  {
+    ShardStamp s = read_stamp(shard_stamp_path(d.path() / "options", "exp_made_up"));
+    s.options = "--epochs 3";  // the same sweep measured with another flag
+    write_file_atomically(shard_stamp_path(d.path() / "options", "exp_made_up"), stamp_json(s));
+  }
+  refused({s1, d.path() / "options", s3}, "options '--epochs 3' differs from");
   // A table changed after its stamp (or a rerun killed midway that wrote a table but no stamp yet).
   write_shard(d.path() / "changed", 2, 3, 2, 0);
   write_file_atomically(d.path() / "changed" / "t.csv", "k,v\n9,9\n");

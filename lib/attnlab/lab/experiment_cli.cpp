@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <set>
 #include <new>
 #include <omp.h>
 
@@ -213,6 +214,19 @@ void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
   merge_into_ledger(ledger_path(), named);
 }
 
+std::string ExperimentCli::measurement_options() const {
+  static const std::set<std::string> common = {"--help", "--seed", "--quick", "--out", "--threads", "--shard", "--judge"};
+  std::string text;
+  for (const CLI::Option* opt : app_.get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() == 0 || common.count(name) != 0) continue;
+    text += (text.empty() ? "" : " ") + name;
+    if (opt->get_type_size() != 0)  // an option with values, not a flag
+      for (const auto& value : opt->results()) text += " " + value;
+  }
+  return text;
+}
+
 std::filesystem::path ExperimentCli::output_path(const std::string& file) const { return options_.out / file; }
 
 std::string ExperimentCli::evidence_path(const std::string& file) const {
@@ -272,6 +286,7 @@ int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
     stamp.seed = cli.options().seed;
     stamp.quick = cli.options().quick;
     stamp.build = build_id();
+    stamp.options = cli.measurement_options();
     stamp.sweeps.assign(cli.shard().sweep_sizes().begin(), cli.shard().sweep_sizes().end());
     stamp.hosts = {{stamp.shard, this_host(), this_cpu()}};
     for (const auto& file : cli.written_tables()) stamp.tables.push_back({file, digest_file(out / file)});

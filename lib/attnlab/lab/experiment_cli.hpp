@@ -67,6 +67,11 @@ class ExperimentCli {
   const Shard& shard() const { return shard_; }
   bool sharded() const { return sharded_; }    // --shard given: measure only, stamp, no ledger
   bool judging() const { return judging_; }    // --judge DIR given: judge DIR's merged tables only
+  // The experiment's own flags as given on the command line, in the order they were added, each as
+  // "--name value..." (flags alone): every option but the common ones (--seed, --quick, --out,
+  // --threads, --shard, --judge), which the stamp records apart or which cannot change a table.
+  // Shards stamped with different ones are not merged.
+  std::string measurement_options() const;
   const std::string& name() const { return name_; }
 
   // Whether this run analyses the user's matrices instead of random draws, and those matrices.

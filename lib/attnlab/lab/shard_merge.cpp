@@ -98,6 +98,8 @@ std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, c
       if (s.seed != first.seed) differ("seed", std::to_string(first.seed), std::to_string(s.seed));
       if (s.quick != first.quick) differ("mode", first.quick ? "quick" : "full", s.quick ? "quick" : "full");
       if (s.build != first.build) differ("build", first.build, s.build);
+      if (s.options != first.options)
+        differ("options", fmt::format("'{}'", first.options), fmt::format("'{}'", s.options));
       if (s.sweeps != first.sweeps) differ("sweep sizes", fmt::format("[{}]", fmt::join(first.sweeps, ", ")),
                                            fmt::format("[{}]", fmt::join(s.sweeps, ", ")));
       const Found*& at = slot[static_cast<std::size_t>(s.shard - 1)];

@@ -12,8 +12,8 @@ namespace attnlab {
 
 namespace {
 
-constexpr const char* kShardFormat = "attnlab-shard-1";
-constexpr const char* kMergedFormat = "attnlab-merged-1";
+constexpr const char* kShardFormat = "attnlab-shard-2";
+constexpr const char* kMergedFormat = "attnlab-merged-2";
 
 // JSON string escaping for the few fields a stamp holds (names, host, CPU model).
 std::string json_quote(const std::string& s) {
@@ -66,6 +66,7 @@ std::string stamp_json(const ShardStamp& s) {
   out += fmt::format("  \"seed\": \"{}\",\n", s.seed);
   out += fmt::format("  \"quick\": {},\n", s.quick ? "true" : "false");
   out += fmt::format("  \"build\": {},\n", json_quote(s.build));
+  out += fmt::format("  \"options\": {},\n", json_quote(s.options));
   out += "  \"sweeps\": [";
   for (std::size_t i = 0; i < s.sweeps.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", s.sweeps[i]);
   out += "],\n";
@@ -106,6 +107,7 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
     s.seed = parse_u64(json_string_field(o, "seed"), path, "seed");
     s.quick = json_bool_field(o, "quick");
     s.build = json_string_field(o, "build");
+    s.options = json_string_field(o, "options");
     for (const Json& n : json_array_field(o, "sweeps")) {
       if (!std::holds_alternative<double>(n.v) || !(std::get<double>(n.v) >= 0) || std::get<double>(n.v) > 9007199254740992.0 ||
           std::get<double>(n.v) != static_cast<double>(static_cast<std::uint64_t>(std::get<double>(n.v))))

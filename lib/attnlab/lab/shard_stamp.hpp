@@ -38,6 +38,9 @@ struct ShardStamp {
   std::uint64_t seed = 0;
   bool quick = false;
   std::string build;         // build_id() of the program that measured
+  // The experiment's own flags as given (ExperimentCli::measurement_options(), e.g. "--method exact
+  // --epochs 3"): shards of one run were all given the same ones.
+  std::string options;
   std::vector<std::uint64_t> sweeps;  // the sizes of the sweeps the experiment enumerated (Shard::range), in order
   std::vector<StampHost> hosts;  // one for a shard; one per shard, in shard order, for a merged directory
   std::vector<StampedTable> tables;  // in the order the experiment wrote them
