@@ -53,6 +53,13 @@ constexpr const char* kEpochsFile = "vit_training_epochs.csv";
 constexpr const char* kRunsFile = "vit_training_runs.csv";
 constexpr const char* kTimingFile = "vit_training_timing.csv";
 
+// The model's widths and the batch: vit_spec.md's defaults, or the user's (--width, --heads, --layers, --mlp,
+// --batch). Every run of a sweep shares them; vit_training_runs.csv records them per run.
+struct Shape {
+  Eigen::Index D = ViTConfig{}.D, heads = ViTConfig{}.heads, layers = ViTConfig{}.layers, mlp = ViTConfig{}.mlp;
+  Eigen::Index batch = kBatch;
+};
+
 struct Run {
   std::string method;
   int seed_index;
@@ -70,7 +77,7 @@ std::vector<Run> sweep(const std::string& method) {
 
 // Trains the shard's runs and writes their rows; in full mode also the first seed's checkpoint per method.
 void measure_training(const ExperimentCli& cli, const Shard& shard, const FashionMnist& data, const std::string& method,
-                      int epochs) {
+                      int epochs, const Shape& shape) {
   const bool quick = cli.options().quick;
   const int n_epochs = epochs > 0 ? epochs : (quick ? 1 : kFullEpochs);
   const std::vector<Run> all = sweep(method);
@@ -79,12 +86,12 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const Fashio
   const ImageSet test{data.test_images.pixels, data.test_labels, 28};
   FitOptions fit_options;
   fit_options.epochs = n_epochs;
-  fit_options.batch = kBatch;
+  fit_options.batch = shape.batch;
   fit_options.lr = kLearningRate;
   fit_options.train_images = quick ? kQuickTrainImages : -1;
   fit_options.test_images = quick ? kQuickTestImages : -1;
   const std::int64_t train_images = quick ? kQuickTrainImages : train.count();
-  const std::int64_t run_steps = steps_per_epoch(train_images, kBatch) * n_epochs;
+  const std::int64_t run_steps = steps_per_epoch(train_images, shape.batch) * n_epochs;
 
   CsvTable steps({text_col("method"), int_col("seed"), int_col("epoch"), int_col("step"), real_col("lr"),
                   real_col("train_loss")});
@@ -109,6 +116,10 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const Fashio
     ViTConfig config;
     config.seed = cli.options().seed + static_cast<std::uint64_t>(s);
     config.attention.method = m;
+    config.D = shape.D;
+    config.heads = shape.heads;
+    config.layers = shape.layers;
+    config.mlp = shape.mlp;
     ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
     Trainer<float> trainer(model);
     fit_options.shuffle_seed = derive_seed(config.seed, 1);
@@ -130,16 +141,16 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const Fashio
             const double eta = elapsed / steps_done * (total_steps - steps_done);
             fmt::print(stderr, "{}: {} seed {}/{} epoch {}/{}: test accuracy {:.4f}, {:.0f} images/s, ETA {:.0f} min\n",
                        cli.name(), m, s + 1, kSeeds, r.epoch, n_epochs, r.test.accuracy(),
-                       static_cast<double>(r.steps * kBatch) / r.train_seconds, eta / 60);
+                       static_cast<double>(r.steps * shape.batch) / r.train_seconds, eta / 60);
           }
         });
     const Interval cp = clopper_pearson(static_cast<std::size_t>(last.correct), static_cast<std::size_t>(last.count));
     runs.add_row({m, s, model.attention(0).describe(), last.accuracy(), cp.lower, cp.upper, last.correct, last.count,
-                   train_images, n_epochs, run_steps, kBatch, kLearningRate, "cosine to 0 over the run's steps",
+                   train_images, n_epochs, run_steps, shape.batch, kLearningRate, "cosine to 0 over the run's steps",
                    "Adam(0.9, 0.999, eps 1e-8, no weight decay)", config.D, config.heads, config.layers, config.mlp,
                    config.tokens(), config.patch, config.stride, config.pad, model.parameter_count()});
     timing.add_row({m, s, run_steps, train_seconds / static_cast<double>(run_steps), train_seconds / n_epochs,
-                    eval_seconds / n_epochs, static_cast<double>(run_steps * kBatch) / train_seconds,
+                    eval_seconds / n_epochs, static_cast<double>(run_steps * shape.batch) / train_seconds,
                     cli.options().threads});
     // One full-run checkpoint per method (seed index 0), for the next experiments and for users.
     if (!quick && s == 0) {
@@ -186,9 +197,9 @@ std::vector<ClaimRow> judge_u17(const ExperimentCli& cli, const std::filesystem:
       "in place of CIFAR-10, {} training images per epoch; ViT D={} H={} L={} mlp={} on {} tokens ({}x{} windows every {} pixels, padding {}); Adam, lr 5e-4 cosine, batch {}; {} epoch(s), "
       "the budget of 60 minutes on 2 cores for every method (the seed trained 50 epochs on GPUs: "
       "bin/exp_vit_training --epochs 50 runs that protocol). Per-run Clopper-Pearson intervals in {}.{}",
-      j.note, kSeeds, means, test_images, train_images, ViTConfig{}.D, ViTConfig{}.heads, ViTConfig{}.layers,
-      ViTConfig{}.mlp, ViTConfig{}.tokens(), ViTConfig{}.patch, ViTConfig{}.patch, ViTConfig{}.stride, ViTConfig{}.pad,
-      kBatch, n_epochs, cli.evidence_path(kRunsFile), quick ? " --quick: a few steps, not a test of the claim." : "");
+      j.note, kSeeds, means, test_images, train_images, t.integer(0, "D"), t.integer(0, "heads"), t.integer(0, "layers"),
+      t.integer(0, "mlp"), t.integer(0, "tokens"), t.integer(0, "patch"), t.integer(0, "patch"), t.integer(0, "stride"),
+      t.integer(0, "pad"), t.integer(0, "batch"), n_epochs, cli.evidence_path(kRunsFile), quick ? " --quick: a few steps, not a test of the claim." : "");
   return {ClaimRow{"U17", kSource, j.verdict,
                    "lower 95% bound of Linformer's mean test accuracy minus the highest upper bound of the other seed-002 methods (fraction)",
                    j.observed, kSeparationThreshold, cli.evidence_path(kRunsFile), note}};
@@ -211,6 +222,19 @@ int main(int argc, char** argv) {
   cli.app().add_option("--method", method, "one attention method, or all")->check(CLI::IsMember(choices));
   cli.app().add_option("--epochs", epochs, fmt::format("passes over the training set, 1 to 1000 (default {}; --quick: 1)", kFullEpochs))
       ->check(CLI::Range(1, 1000));
+  Shape shape;
+  cli.app().add_option("--width", shape.D, "embedding width D, 1 to 4096 (a multiple of --heads)")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+  cli.app().add_option("--heads", shape.heads, "attention heads per block, 1 to 64")->check(CLI::Range(1, 64))->capture_default_str();
+  cli.app().add_option("--layers", shape.layers, "Transformer blocks, 1 to 64")->check(CLI::Range(1, 64))->capture_default_str();
+  cli.app().add_option("--mlp", shape.mlp, "MLP hidden width, 1 to 16384")->check(CLI::Range(1, 16384))->capture_default_str();
+  cli.app().add_option("--batch", shape.batch, "training images per Adam step, 1 to 60000")
+      ->check(CLI::Range(1, 60000))->capture_default_str();
+  // Checked while parsing, before --out is created: a bad shape leaves nothing behind.
+  cli.app().parse_complete_callback([&shape] {
+    if (shape.D % shape.heads != 0)
+      throw CLI::ValidationError("--width", fmt::format("{} is not a multiple of --heads {}", shape.D, shape.heads));
+  });
   add_fashion_mnist_option(cli, data_dir);
   cli.split_measurement();
   cli.parse(argc, argv);
@@ -221,6 +245,6 @@ int main(int argc, char** argv) {
     loaded = load_fashion_mnist_for(cli, data_dir, 28);
     if (!loaded) return kExitUsage;
   }
-  return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, *loaded, method, epochs); },
+  return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, *loaded, method, epochs, shape); },
                               [&](const std::filesystem::path& dir) { return judge_u17(cli, dir); }});
 }

@@ -338,10 +338,11 @@ TEST_CASE("fit: a tiny ViT learns a task a linear map solves (bright vs dark ima
                   std::invalid_argument);
 }
 
-TEST_CASE("exp_vit_training: a missing data directory, an unknown method, zero epochs: one line, exit status 2") {
+TEST_CASE("exp_vit_training: a missing data directory, an unknown method, zero epochs, a bad shape: one line, exit status 2") {
   ScratchDir out;
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--data", (out.path() / "no-such-dir").string()}, {"--method", "softmax"}, {"--epochs", "0"}}) {
+       {std::vector<std::string>{"--data", (out.path() / "no-such-dir").string()}, {"--method", "softmax"}, {"--epochs", "0"},
+        {"--width", "30", "--heads", "4"}, {"--heads", "0"}, {"--batch", "0"}, {"--layers", "-1"}, {"--mlp", "1e3"}}) {
     std::vector<std::string> all = {"--quick", "--out", out.path().string()};
     all.insert(all.end(), args.begin(), args.end());
     const RunResult r = run_binary("exp_vit_training", all);
