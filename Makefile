@@ -112,29 +112,16 @@ quick: build
 # the IDX reader (raw and gzip) and a checkpoint's manifest.json. Any crash, sanitizer report or exception
 # other than the reader's own error stops a target with the input in $(FUZZ_BUILD)/artifacts/ and fails
 # `make fuzz`. New inputs accumulate in $(FUZZ_BUILD)/corpus-<target>; the committed seeds stay as they are.
-FUZZ_CXXFLAGS := -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -fno-omit-frame-pointer -fno-fast-math -ffp-contract=off -Wall -Wextra -Ilib -isystem /usr/include/eigen3
+# Built by CMake (-DATTNLAB_FUZZ=ON, clang) against the library's own layer targets: no hand-picked sources.
 FUZZ_TARGETS := npy_fuzz idx_fuzz checkpoint_manifest_fuzz
-npy_fuzz_SOURCES := fuzz/npy_fuzz.cpp lib/attnlab/io/npy.cpp lib/attnlab/io/atomic_file.cpp
-npy_fuzz_LIBS := -lfmt
 npy_fuzz_FLAGS := -max_len=4096 -dict=fuzz/npy.dict
-idx_fuzz_SOURCES := fuzz/idx_fuzz.cpp lib/attnlab/io/idx.cpp
-idx_fuzz_LIBS := -lfmt -lz
 idx_fuzz_FLAGS := -max_len=4096
-checkpoint_manifest_fuzz_SOURCES := fuzz/checkpoint_manifest_fuzz.cpp lib/attnlab/model/checkpoint_manifest.cpp \
-  lib/attnlab/io/json_reader.cpp
-checkpoint_manifest_fuzz_LIBS := -lfmt
 checkpoint_manifest_fuzz_FLAGS := -max_len=8192 -dict=fuzz/manifest.dict
 
-define fuzz_binary
-$(FUZZ_BUILD)/$(1): $$($(1)_SOURCES) $$(wildcard lib/attnlab/io/*.hpp lib/attnlab/model/*.hpp)
-	@mkdir -p $(FUZZ_BUILD)
-	clang++ $(FUZZ_CXXFLAGS) $$($(1)_SOURCES) $$($(1)_LIBS) -o $$@
-endef
-$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_binary,$(t))))
-
 fuzz: check-deps check-fuzz-deps
-	@$(MAKE) --no-print-directory $(addprefix $(FUZZ_BUILD)/,$(FUZZ_TARGETS))
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DATTNLAB_FUZZ=ON -DATTNLAB_PCH=OFF \
+	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g"
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
 	@mkdir -p $(FUZZ_BUILD)/artifacts
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
@@ -142,7 +129,7 @@ fuzz: check-deps check-fuzz-deps
 	  echo "== $$t ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
 	  case $$t in npy_fuzz) flags="$(npy_fuzz_FLAGS)";; idx_fuzz) flags="$(idx_fuzz_FLAGS)";; \
 	    *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
-	  $(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) $$flags -print_final_stats=1 \
+	  $(FUZZ_BUILD)/bin/$$t -max_total_time=$(FUZZ_SECONDS) $$flags -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus-$$t $$seeds || exit 1; \
 	done
 
