@@ -22,7 +22,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "002_cfe0fd4ab08b70f3.txt";
 // Method parameters: 64 landmarks as the report's runs; k and D fixed at 64 as well, so
 // every approximation does O(n * 64 * d) work.
 constexpr Eigen::Index kLandmarks = 64, kProjected = 64, kFeatures = 64;
@@ -220,7 +219,7 @@ ClaimRow judge_scaling(const ExperimentCli& cli, const std::vector<Method>& all,
   u14.note = (u14.note.empty() ? "" : u14.note + " ") + fits +
              fmt::format("d = {}, one head, float; each method timed in its fast kernel where it has one, the reference "
                          "beside it; timings in {}.", d, kScalingTable);
-  return {"U14", kSource, u14.verdict, "max (fitted exponent in n - Table 1's exponent) over five methods, time and memory; Table 1 gives upper bounds",
+  return {"U14", u14.verdict, "max (fitted exponent in n - Table 1's exponent) over five methods, time and memory; Table 1 gives upper bounds",
           u14.observed, kExponentTolerance, cli.evidence_path(kCountsTable), u14.note};
 }
 
@@ -243,7 +242,7 @@ ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) 
   Judgement u15 = judge_by_condition(linear_fastest, 0.5);
   u15.note = (u15.note.empty() ? "" : u15.note + " ") + "fastest per cell: " + fastest_list +
              fmt::format("(CPU, float, {} threads, fast kernels where a method has one; the report measured a T4 GPU).", threads);
-  return {"U15", kSource, u15.verdict, "1 if in some grid cell a method other than linear attention is fastest, else 0",
+  return {"U15", u15.verdict, "1 if in some grid cell a method other than linear attention is fastest, else 0",
           u15.observed, 0.5, cli.evidence_path(kGridTable), u15.note};
 }
 

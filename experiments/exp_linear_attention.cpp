@@ -25,7 +25,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "002_cfe0fd4ab08b70f3.txt";
 // U1: "equivalent" = the difference is rounding: ||E - S||_F / (n ||S||_F eps) <= 30 (LAPACK's
 // threshold). "Approximately equal", the looser reading, = relative Frobenius error <= 1e-3.
 constexpr double kEquivalentRatio = kResidualRatioThreshold;
@@ -206,7 +205,7 @@ std::vector<ClaimRow> judge_accuracy(const ExperimentCli& cli, const std::filesy
     if (std::find(far_families.begin(), far_families.end(), f) == far_families.end()) approx_families.push_back(f);
   const std::string acc_evidence = cli.evidence_path(kAccuracyTable);
 
-  ClaimRow u1{"U1", kSource, Verdict::fails, "largest residual ratio ||E - S||_F / (n ||S||_F eps) of "
+  ClaimRow u1{"U1", Verdict::fails, "largest residual ratio ||E - S||_F / (n ||S||_F eps) of "
               "softmax_row(Q)(softmax_col(K)^T V) against exact softmax attention (double), over families, n, d",
               eff_worst_ratio, kEquivalentRatio, acc_evidence, ""};
   std::string approx = approx_families.empty() ? "none" : "";
@@ -226,7 +225,7 @@ std::vector<ClaimRow> judge_accuracy(const ExperimentCli& cli, const std::filesy
     u1.note = "a different attention, not an equivalent one: " + numbers;
   }
   const double assoc = std::max(assoc_d, assoc_f);
-  ClaimRow u2{"U2", kSource, assoc <= kResidualRatioThreshold ? Verdict::holds : Verdict::fails,
+  ClaimRow u2{"U2", assoc <= kResidualRatioThreshold ? Verdict::holds : Verdict::fails,
               "largest scaled residual ||(QK^T)V - Q(K^T V)||_F / ((n + d) ||Q|| ||K|| ||V|| / d eps), float and double",
               assoc, kResidualRatioThreshold, acc_evidence,
               fmt::format("double up to {:.3g}, float up to {:.3g}; the identity drops the softmax, so it says "
@@ -278,7 +277,7 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
     }
   }
   cli.write_table(fits, kFitsTable);
-  ClaimRow u3{"U3", kSource, Verdict::holds,
+  ClaimRow u3{"U3", Verdict::holds,
               "number of fitted exponents (time: median of repeats; memory: counted workspace bytes) more than "
               "0.3 from the claimed one with the claim outside their 95% interval, of 12",
               static_cast<double>(miss_count), 0.0, cli.evidence_path(kFitsTable), ""};

@@ -181,12 +181,12 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
 
   const auto linear = [](double s) { return std::abs(s - 1) <= kExponentTolerance; };
   const bool mem_ok = linear(u7_model) && (!mem_measured || linear(u7_mem));
-  return {{"U7", "002_cfe0fd4ab08b70f3.txt", linear(u7_time) && mem_ok ? Verdict::holds : Verdict::fails,
+  return {{"U7", linear(u7_time) && mem_ok ? Verdict::holds : Verdict::fails,
            "fitted exponent of Linformer's median time in n at fixed k (double)", u7_time, 1 + kExponentTolerance,
            cli.evidence_path(kTimingTable),
            fmt::format("linear means |exponent - 1| <= {}; workspace model exponent {:.3f}; measured peak-memory exponent {}",
                        kExponentTolerance, u7_model, mem_measured ? fmt::format("{:.3f}", u7_mem) : "not measurable here")},
-          {"L2", "003_cab8b9be341236c2.txt", worst_time <= kExponentTolerance ? Verdict::holds : Verdict::fails,
+          {"L2", worst_time <= kExponentTolerance ? Verdict::holds : Verdict::fails,
            "largest |exponent - 1| of the median time (double) against L, k and d separately", worst_time,
            kExponentTolerance, cli.evidence_path(kTimingTable),
            "time exponents (double) " + per_sweep +

@@ -19,7 +19,6 @@ using namespace attnlab;
 
 namespace {
 
-const char* kSource = "003_cab8b9be341236c2.txt";
 
 // Fixed before the run: Linformer at fixed k is "useful" at a length L when its relative output
 // error is below 0.1 AND below the error of the trivial uniform-attention baseline (every
@@ -153,7 +152,7 @@ ClaimRow judge_rank(const ExperimentCli& cli, const std::filesystem::path& dir) 
     const std::int64_t bound = t.integer(i, "bound_min_L_dk");
     worst_excess = std::max({worst_excess, t.integer(i, "rank_double") - bound, t.integer(i, "rank_float") - bound});
   }
-  return {"L1", kSource, worst_excess <= 0 ? Verdict::holds : Verdict::fails,
+  return {"L1", worst_excess <= 0 ? Verdict::holds : Verdict::fails,
           "largest numerical rank(QK^T) - min(L, d_k) over shapes, families, float and double", static_cast<double>(worst_excess),
           0.0, cli.evidence_path(kRankTable), "numerical rank: singular values above L eps sigma_max (LAPACK/NumPy default)"};
 }
@@ -206,7 +205,7 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
     return s;
   };
   const double frac = static_cast<double>(ok_families.size()) / static_cast<double>(groups.size());
-  ClaimRow row{"L3", kSource, Verdict::holds,
+  ClaimRow row{"L3", Verdict::holds,
                fmt::format("fraction of input families for which Linformer at k = {} (Gaussian or segment-mean E, F) stays useful at every L up to {}",
                            k, largest_l),
                frac, 1.0, cli.evidence_path(kFixedKTable), ""};

@@ -20,7 +20,6 @@ using namespace attnlab;
 
 namespace {
 
-const char* kSource = "002_cfe0fd4ab08b70f3.txt";
 
 // Fixed before the run. "1 - o(1)" is read as: a success rate of at least 1 - delta.
 constexpr double kDelta = 0.1;
@@ -347,7 +346,7 @@ ClaimRow judge_theorem1(const ExperimentCli& cli, const std::filesystem::path& d
       eps_below = t.real(i, "eps");
       break;
     }
-  ClaimRow r{"U4", kSource, Verdict::holds, "minimum success rate of ||P R^T R w - P w|| < eps ||P w|| at the stated k over families, n, eps",
+  ClaimRow r{"U4", Verdict::holds, "minimum success rate of ||P R^T R w - P w|| < eps ||P w|| at the stated k over families, n, eps",
              min_rate, 1 - kDelta, cli.evidence_path(kTheorem1Table), ""};
   // Not judge_by_family: its note lists counts per family, and the ledger's wording must not change.
   if (families_bad.empty()) {
@@ -418,7 +417,7 @@ ClaimRow judge_rank_growth(const ExperimentCli& cli, const std::filesystem::path
     }
   cli.write_table(u5, kGrowthTable);
 
-  ClaimRow r{"U5", kSource, Verdict::holds,
+  ClaimRow r{"U5", Verdict::holds,
              fmt::format("largest fitted exponent of k_needed(n) for Theorem 1's P R^T R at eps = {} (power law in n)", kU5Epsilon),
              max_exponent == std::numeric_limits<double>::max() ? -1.0 : max_exponent, kLogExponentMax,
              cli.evidence_path(kGrowthTable), ""};
@@ -466,7 +465,7 @@ ClaimRow judge_theorem2(const ExperimentCli& cli, const std::filesystem::path& d
         bound_low_families.push_back(f);
     }
   }
-  ClaimRow r{"U6", kSource, Verdict::holds,
+  ClaimRow r{"U6", Verdict::holds,
              "minimum success rate of ||softmax(w E^T) F V - softmax(w) V|| < eps ||softmax(w)|| ||V||_2 at the bound's k (where k <= n)",
              bound_points ? min_bound_rate : -1.0, 1 - kDelta, cli.evidence_path(kTheorem2Table), ""};
   const std::string where = fmt::format("the bound's k = 9 d ln d / eps^2 is below n in {} of {} cells of d in 16..128, eps in 0.1..0.5, n in 512..16384",
@@ -509,7 +508,7 @@ int main(int argc, char** argv) {
   };
   const auto judge = [&](const std::filesystem::path& dir) {
     std::vector<ClaimRow> rows{judge_theorem1(cli, dir), judge_rank_growth(cli, dir), judge_theorem2(cli, dir)};
-    rows.push_back({"U16", kSource, Verdict::untested, "CIFAR-10 validation accuracy of the five attentions", std::nullopt,
+    rows.push_back({"U16", Verdict::untested, "CIFAR-10 validation accuracy of the five attentions", std::nullopt,
                     std::nullopt, "",
                     "no CIFAR-10 data and no network here, and the report's 50-epoch GPU training is far beyond this machine; "
                     "U17 tests the same ranking on Fashion-MNIST with a ViT trained here (exp_vit_training)"});

@@ -28,7 +28,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "004_7846dec793ad03be.txt";
 
 // Thresholds fixed before the run.
 // G3: central differences of a quadratic have no truncation error, so at the best of the
@@ -331,7 +330,7 @@ ClaimRow judge_g3(const ExperimentCli& cli, const TableReader& reg, const std::f
         -3 * kRatioThreshold * objective_unit(reg.integer(k, "n"), reg.integer(k, "d"), sx, reg.real(k, "b_norm2")))
       ++convexity_violations;
   }
-  ClaimRow c{"G3", kSource, Verdict::fails,
+  ClaimRow c{"G3", Verdict::fails,
              "max over instances of min over h in {1e-1..1e-7} |fd/<grad,E> - 1| (double); convexity: negative "
              "second differences along random lines beyond rounding",
              max_fd_error, kFdRelativeTolerance, cli.evidence_path(kGradientTable), ""};
@@ -373,7 +372,7 @@ std::vector<ClaimRow> judge_g4_g6(const ExperimentCli& cli, const TableReader& r
   std::vector<ClaimRow> claims;
   {
     const auto j = judge_by_family(g4);
-    claims.push_back({"G4", kSource, j.verdict,
+    claims.push_back({"G4", j.verdict,
                       "max ||grad f(Z*)||_F / (n eps ||X||^2 (||B|| + ||X||^2 ||Z*||)), Z* with the SVD X^+",
                       worst_g4, kRatioThreshold, ev_reg,
                       j.note + "; column grad_zstar_formula_ratio: the same with (X^T X)^{-1} X^T (see G9); its "
@@ -381,7 +380,7 @@ std::vector<ClaimRow> judge_g4_g6(const ExperimentCli& cli, const TableReader& r
   }
   {
     const auto j = judge_by_family(g5, &cond_range);
-    claims.push_back({"G5", kSource, j.verdict,
+    claims.push_back({"G5", j.verdict,
                       "max (f(recipe) - min f) / ||B||_F^2; optimal when (f(recipe) - min f) / (n eps cond(X)^2 "
                       "||B||^2) <= threshold; min f = best of closed form and 6-start factored ALS",
                       worst_gap, kRatioThreshold, ev_reg,
@@ -393,7 +392,7 @@ std::vector<ClaimRow> judge_g4_g6(const ExperimentCli& cli, const TableReader& r
   }
   {
     const auto j = judge_by_family(g6, &cond_range);
-    claims.push_back({"G6", kSource, j.verdict,
+    claims.push_back({"G6", j.verdict,
                       "max |sum_{i>r} sigma_i(Z*)^2 - min f| / (n eps cond(X)^2 ||B||_F^2)", worst_remark,
                       kRatioThreshold, ev_reg,
                       j.note + fmt::format("; the attained minimum is ||B - PBP||^2 + tail of U^T B U, P the "
@@ -423,14 +422,14 @@ std::vector<ClaimRow> judge_g8_g9(const ExperimentCli& cli, const std::filesyste
   std::vector<ClaimRow> claims;
   {
     const auto j = judge_by_family(g8);
-    claims.push_back({"G8", kSource, j.verdict,
+    claims.push_back({"G8", j.verdict,
                       "max ||X^+(X M X^T)X^+T - (X^+X) M (X^+X)||_F / (n eps cond(X)^2 ||M||_F), SVD X^+, float "
                       "and double",
                       worst_g8, kRatioThreshold, ev_pinv, j.note + "; g8_ratio_formula: with (X^T X)^{-1} X^T"});
   }
   {
     const auto j = judge_by_family(g9);
-    claims.push_back({"G9", kSource, j.verdict,
+    claims.push_back({"G9", j.verdict,
                       "max over full-column-rank X of ||(X^TX)^{-1}X^T - X^+_svd||/||X^+_svd|| / (n eps "
                       "cond(X)^2)",
                       worst_g9_full, kRatioThreshold, ev_pinv,

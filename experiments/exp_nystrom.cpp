@@ -25,7 +25,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "002_cfe0fd4ab08b70f3.txt";
 // U12: "approximates" = relative Frobenius output error <= 0.1 at the largest m.
 constexpr double kApproximationThreshold = 0.1;
 // U13: converged when the distance to the SVD pseudoinverse is what rounding allows for the
@@ -271,7 +270,7 @@ ClaimRow judge_landmarks(const ExperimentCli& cli, const std::filesystem::path& 
   const std::string mname = fmt::format("m = {}", largest_m);
   const ApproximationVerdict v12 = judge_approximation(trends_for("svd"), kApproximationThreshold, mname);
   const ApproximationVerdict v12i = judge_approximation(trends_for("iterative6"), kApproximationThreshold, mname);
-  return {"U12", kSource, v12.verdict,
+  return {"U12", v12.verdict,
           "largest relative Frobenius output error at the largest m (SVD pseudoinverse, worst trial), over "
           "families and n",
           v12.observed, kApproximationThreshold, cli.evidence_path(kLandmarkTable),
@@ -309,7 +308,7 @@ ClaimRow judge_iterative_pinv(const ExperimentCli& cli, const std::filesystem::p
     for (const auto& x : xs) out += (out.empty() ? "" : ", ") + x;
     return xs.empty() ? std::string("none") : out;
   };
-  ClaimRow u13{"U13", kSource, Verdict::holds,
+  ClaimRow u13{"U13", Verdict::holds,
                fmt::format("iterations the paper's init A^T/(|A|_1 |A|_inf) needs to reach the SVD pseudoinverse "
                            "(relative distance <= 30 m eps kappa), worst matrix that reaches it within {}",
                            kMaxIterations),

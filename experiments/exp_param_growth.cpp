@@ -22,7 +22,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "004_7846dec793ad03be.txt";
 // Exact integer counts: any spread between head counts is a failure.
 constexpr double kCountSpreadThreshold = 0;
 constexpr double kRatioThreshold = kResidualRatioThreshold;
@@ -248,7 +247,7 @@ ClaimRow judge_g1(const ExperimentCli& cli, const std::filesystem::path& dir) {
     disallowed += kMaxHeads - static_cast<std::int64_t>(end - begin);
     worst_spread = std::max(worst_spread, hi - lo);
   }
-  return {"G1", kSource, worst_spread <= kCountSpreadThreshold ? Verdict::holds : Verdict::fails,
+  return {"G1", worst_spread <= kCountSpreadThreshold ? Verdict::holds : Verdict::fails,
           "max over shapes of (max - min) parameter count over allowed h (count)", double(worst_spread),
           kCountSpreadThreshold, cli.evidence_path(kCountsTable),
           fmt::format("{} shapes (d_e, d_k, d_v, bias), h in 1..64; h is allowed only when it divides "
@@ -265,7 +264,7 @@ ClaimRow judge_g2(const ExperimentCli& cli, const std::filesystem::path& dir) {
     worst_bias = std::max(worst_bias, t.real(i, "ratio"));
     bias_bitwise += t.text(i, "bitwise") == "true";
   }
-  return {"G2", kSource, worst_bias <= kRatioThreshold ? Verdict::holds : Verdict::fails,
+  return {"G2", worst_bias <= kRatioThreshold ? Verdict::holds : Verdict::fails,
           "max entrywise |[X|1][W;b^T] - (XW + 1b^T)| / ((d+1) eps (|X||W| + |b|)), float and double",
           worst_bias, kRatioThreshold, cli.evidence_path(kBiasTable),
           fmt::format("bitwise equal in {}/{} trials", bias_bitwise, t.rows())};
@@ -293,7 +292,7 @@ ClaimRow judge_g7(const ExperimentCli& cli, const std::filesystem::path& dir) {
       one_side_moves += t.real(i, "one_side_new_grad") > 0 && t.real(i, "one_side_step_loss_change") < 0;
     }
   }
-  ClaimRow c{"G7", kSource, Verdict::fails,
+  ClaimRow c{"G7", Verdict::fails,
              "max ||X W_Q' W_K'^T X^T - X W_Q W_K^T X^T|| / (d eps ||X||^2 ||W_Q|| ||W_K||), float and double, "
              "without and with bias rows",
              worst_product, kRatioThreshold, cli.evidence_path(kGrowthTable), ""};

@@ -15,7 +15,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "000_b0b7043ddc03e9e4.txt";
 // O(n d_k) is linear in n; an exponent is called consistent with it when it (for
 // counts) or its 95% interval's lower bound (for timings) is at most 1.3.
 constexpr double kLinearExponentMax = 1.3;
@@ -119,7 +118,7 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
       "softmax remain.",
       shape.fit_from, by_count.slope, by_time.slope, by_time.slope_interval.lower, by_time.slope_interval.upper,
       cli.evidence_path(kTimingTable), proj.slope, proj.slope_interval.lower, proj.slope_interval.upper);
-  return {ClaimRow{"R8", kSource, linear ? Verdict::holds : Verdict::fails,
+  return {ClaimRow{"R8", linear ? Verdict::holds : Verdict::fails,
                    fmt::format("fitted exponent in n of counted multiply-adds of the attention output (d = {}, d_k = {})",
                                counts.integer(0, "d"), counts.integer(0, "d_k")),
                    by_count.slope, kLinearExponentMax, cli.evidence_path(kCountsTable), note}};

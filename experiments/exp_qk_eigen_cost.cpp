@@ -18,7 +18,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "000_b0b7043ddc03e9e4.txt";
 // O(d d_k^2) at fixed d_k is linear in d; a fitted exponent whose 95% interval reaches
 // no lower than this is called consistent with it (0.3 of slack for cache effects).
 constexpr double kLinearExponentMax = 1.3;
@@ -253,7 +252,7 @@ std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::file
   j.note = (j.note.empty() ? "" : j.note + " ") + fits +
            fmt::format("path checks: {} of {} applicable decompositions failed their residual/orthogonality/eigenvalue check (see {}).",
                        failed_checks, applicable, kAccuracyTable);
-  return {ClaimRow{"R7", kSource, j.verdict,
+  return {ClaimRow{"R7", j.verdict,
                    fmt::format("fitted exponent of median time in d at d_k = {} (QR path shown; all paths in note)", kFixedDk),
                    qr_slope, kLinearExponentMax, cli.evidence_path(kTimingTable), j.note}};
 }

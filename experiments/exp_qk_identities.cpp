@@ -14,7 +14,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "000_b0b7043ddc03e9e4.txt";
 constexpr int kQuadraticFormProbes = 8;  // random y per configuration for R3
 
 struct Config {
@@ -160,7 +159,7 @@ std::vector<ClaimRow> judge_identities(const ExperimentCli& cli, const std::file
   const double threshold = kResidualRatioThreshold;
   auto row = [&](const std::string& id, const WorstByCondition& w, const std::string& metric) {
     const Judgement j = judge_by_condition(w, threshold);
-    return ClaimRow{id, kSource, j.verdict, metric, j.observed, threshold, cli.evidence_path(kTable), j.note};
+    return ClaimRow{id, j.verdict, metric, j.observed, threshold, cli.evidence_path(kTable), j.note};
   };
   return {row("R1", r1, "max scaled residual ||XW_Q(XW_K)^T - X(W_QW_K^T)X^T|| / (2d ||X||^2 ||W_Q|| ||W_K|| eps), float and double"),
           row("R3", r3, "max scaled |y^T R_w y| / (d ||R_w|| ||y||^2 eps) over random y, float and double"),

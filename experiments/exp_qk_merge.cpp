@@ -24,7 +24,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "001_f879b028757d0e8d.txt";
 constexpr double kRatioThreshold = kResidualRatioThreshold;
 constexpr double kNoMismatch = 0;
 
@@ -197,7 +196,7 @@ ClaimRow judge_s1(const ExperimentCli& cli, const std::filesystem::path& dir) {
     const std::int64_t d = t.integer(i, "d"), dk = t.integer(i, "d_k");
     mismatch += (t.integer(i, "factored") < t.integer(i, "merged")) != (d > 2 * dk);
   }
-  return {"S1", kSource, mismatch == 0 ? Verdict::holds : Verdict::fails,
+  return {"S1", mismatch == 0 ? Verdict::holds : Verdict::fails,
           "grid points where (2 d d_k < d^2) differs from (d > 2 d_k) (count)", double(mismatch), kNoMismatch,
           cli.evidence_path(kParamsTable), fmt::format("{} (d, d_k) points; exact integer counts d^2 and 2 d d_k", t.rows())};
 }
@@ -235,7 +234,7 @@ ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, in
   std::string by_fraction;
   for (std::size_t fi = 0; fi < kFractions.size(); ++fi)
     by_fraction += fmt::format("{}d_k/d = {:.4g}: {}/{}", fi ? "; " : "", kFractions[fi], cheaper_at[fi], points_at[fi]);
-  return {"S2", kSource, judge_by_condition(points, 0.0).verdict,
+  return {"S2", judge_by_condition(points, 0.0).verdict,
           "fraction of (n, d, d_k) grid points where factored multiply-adds < merged",
           double(cheaper) / double(costs.rows()), 1.0, cli.evidence_path(kCostsTable),
           fmt::format("counts equal the comment's formulas 2 n d d_k + n^2 d_k and n d^2 + n^2 d exactly (Eigen GEMM does a b c "
@@ -258,7 +257,7 @@ ClaimRow judge_s3(const ExperimentCli& cli, const std::filesystem::path& dir) {
     worst_split = std::max(worst_split, t.real(i, "gemm_ratio"));
   }
   const bool holds = ref_bitwise == t.rows() && worst_split <= kRatioThreshold;
-  return {"S3", kSource, holds ? Verdict::holds : Verdict::fails,
+  return {"S3", holds ? Verdict::holds : Verdict::fails,
           "max entrywise |split GEMM - per-head GEMM| / (d eps (|X||W|^T + |b|)), float and double; the "
           "fixed-order kernel must be bitwise equal",
           worst_split, kRatioThreshold, cli.evidence_path(kSplitTable),

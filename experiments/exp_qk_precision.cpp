@@ -15,7 +15,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "000_b0b7043ddc03e9e4.txt";
 // Rounding "affects the result" when the reparameterized scores carry at least twice
 // the relative error of the direct product computed in the same precision.
 constexpr double kAmplificationThreshold = 2.0;
@@ -157,7 +156,7 @@ std::vector<ClaimRow> judge_precision(const ExperimentCli& cli, const std::files
     }
   }
   const bool affects = worst >= kAmplificationThreshold;
-  return {ClaimRow{"R9", kSource, affects ? Verdict::holds : Verdict::fails,
+  return {ClaimRow{"R9", affects ? Verdict::holds : Verdict::fails,
                    "max over configurations of (relative score error of the eigen route) / (relative error of the direct product), same precision",
                    worst, kAmplificationThreshold, cli.evidence_path(kTable), "largest amplification: " + worst_where}};
 }

@@ -15,7 +15,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "000_b0b7043ddc03e9e4.txt";
 constexpr int kProbes = 8;  // random y per configuration for R6 and R10
 // R2 and R5 compare a count with d_k: the claim holds where count / d_k <= 1.
 constexpr double kCountRatioThreshold = 1.0;
@@ -167,7 +166,7 @@ std::vector<ClaimRow> judge_spectrum(const ExperimentCli& cli, const std::filesy
                  const std::string& extra = "") {
     Judgement j = judge_by_condition(w, threshold);
     if (!extra.empty()) j.note += (j.note.empty() ? "" : " ") + extra;
-    return ClaimRow{id, kSource, j.verdict, metric, j.observed, threshold, cli.evidence_path(kTable), j.note};
+    return ClaimRow{id, j.verdict, metric, j.observed, threshold, cli.evidence_path(kTable), j.note};
   };
   return {row("R2", r2, kCountRatioThreshold, "max numerical rank(W_Q W_K^T) / d_k (SVD, tol max(d,d) eps sigma_max)"),
           row("R5", r5, kCountRatioThreshold, "max count of nonzero eigenvalues of S_w / d_k (tol d eps max|lambda|)",

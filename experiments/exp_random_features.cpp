@@ -24,7 +24,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "002_cfe0fd4ab08b70f3.txt";
 // U8: a kernel is consistent with the estimator's mean when |mean - kernel| <= 4 standard errors
 // (two-sided p ~ 6e-5 per configuration: no false alarm expected over the nine configurations).
 constexpr double kZThreshold = 4.0;
@@ -281,7 +280,7 @@ ClaimRow judge_kernel(const ExperimentCli& cli, const std::filesystem::path& dir
       consistent_written += fmt::format("{}(sigma {:g}, r {:g})", consistent_written.empty() ? "" : ", ",
                                         t.real(i, "sigma"), t.real(i, "distance"));
   }
-  return {"U8", kSource, z_written <= kZThreshold ? Verdict::holds : Verdict::fails,
+  return {"U8", z_written <= kZThreshold ? Verdict::holds : Verdict::fails,
           "largest |estimator mean - exp(-||x-y||/2 sigma^2)| in standard errors, sigma in {0.5,1,2}, "
           "||x-y|| in {0.5,1,2}",
           z_written, kZThreshold, cli.evidence_path(kKernelTable),
@@ -312,7 +311,7 @@ ClaimRow judge_variance(const ExperimentCli& cli, const std::filesystem::path& d
                           fit.slope_interval.lower, fit.slope_interval.upper);
   }
   cli.write_table(vfit, kVarianceFitTable);
-  return {"U9", kSource, worst_slope_dev <= kSlopeTolerance ? Verdict::holds : Verdict::fails,
+  return {"U9", worst_slope_dev <= kSlopeTolerance ? Verdict::holds : Verdict::fails,
           "largest |fitted exponent of Var[phi(x).phi(y)] vs D + 1|", worst_slope_dev, kSlopeTolerance,
           cli.evidence_path(kVarianceFitTable),
           "fitted exponents " + slopes + " (iid features: Var = Var[cos(w.(x-y))] / D exactly)"};
@@ -328,7 +327,7 @@ ClaimRow judge_identity(const ExperimentCli& cli, const std::filesystem::path& d
     overflow_total += t.integer(i, "factor_overflow");
     pairs_total += t.integer(i, "pairs");
   }
-  ClaimRow u10{"U10", kSource, Verdict::holds,
+  ClaimRow u10{"U10", Verdict::holds,
                "largest scaled residual |exp(x.y/s2) - exp((|x|^2+|y|^2)/2s2) exp(-|x-y|^2/2s2)| / "
                "((d+1)(1 + sum |exponents|) |lhs| eps), float and double",
                id_ratio, kIdentityRatio, cli.evidence_path(kIdentityTable), ""};
@@ -376,7 +375,7 @@ ClaimRow judge_attention(const ExperimentCli& cli, const std::filesystem::path& 
     const ApproximationVerdict o = judge_approximation(trends[m], kApproximationThreshold, dname);
     others += fmt::format(" | {}: {}, worst error {:.3g}", kMethods[m], to_string(o.verdict), o.observed);
   }
-  return {"U11", kSource, v.verdict,
+  return {"U11", v.verdict,
           "largest relative Frobenius output error of the report's random Fourier attention at the largest D "
           "(worst trial), over families",
           v.observed, kApproximationThreshold, cli.evidence_path(kAttentionTable), v.note + others};

@@ -48,9 +48,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kSourceR = "000_b0b7043ddc03e9e4.txt";
-constexpr const char* kSourceL = "003_cab8b9be341236c2.txt";
-constexpr const char* kSourceU = "002_cfe0fd4ab08b70f3.txt";
 
 // ---- The verdict rules, fixed in this source before any trained result was looked at ----
 //
@@ -676,7 +673,7 @@ ClaimRow judge_r12(const ExperimentCli& cli, const fs::path& dir, const Origin& 
       swap.real(swapped_row, "mean_abs_logit_change"), swap.real(base_row, "mean_abs_logit"), sym_trained.accuracy,
       sym_trained.lower, sym_trained.upper, 100 * kAccuracyTolerance, share_range(trained_share), share_range(init_share),
       cli.evidence_path(kSkewFile), quick ? "" : seed_means(dir / "vit_training_runs.csv"), quick_note(quick));
-  return {"R12", kSourceR, j.verdict,
+  return {"R12", j.verdict,
           "test accuracy of the trained exact model minus the lower 95% Clopper-Pearson bound of its accuracy "
           "with every head's W_Q W_K^T replaced by S_w at inference (fraction)",
           j.observed, kAccuracyTolerance, cli.evidence_path(kSwapFile), note};
@@ -722,7 +719,7 @@ ClaimRow judge_l5(const ExperimentCli& cli, const fs::path& dir, const Origin& o
       k_linformer, n, j.observed, j.observed / static_cast<double>(n), centred_worst, init_worst, n,
       origin.config.head_width(), draws, family_best_name, family_best, cli.evidence_path(kRankFile),
       cli.evidence_path(kSpectrumFile), quick_note(cli.options().quick));
-  return {"L5", kSourceL, j.verdict,
+  return {"L5", j.verdict,
           fmt::format("largest median (over test images) rank holding {:.0f}% of ||P||_F^2, over the trained "
                       "model's layers and heads",
                       100 * kEnergyFraction),
@@ -760,7 +757,7 @@ ClaimRow judge_u18(const ExperimentCli& cli, const fs::path& dir, const Origin& 
       j.note, j.note.empty() ? "" : " ", origin.text, n_swap, kUsefulError, base_accuracy,
       cli.evidence_path(kSwapAccuracyFile), n, origin.config.head_width(), cli.evidence_path(kSwapErrorFile),
       quick_note(cli.options().quick));
-  return {"U18", kSourceU, j.verdict,
+  return {"U18", j.verdict,
           "largest per-layer mean relative output error of an approximation swapped into the trained exact "
           "model, over the methods and parameters",
           j.observed, kUsefulError, cli.evidence_path(kSwapErrorFile), note};

@@ -46,7 +46,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kSource = "004_7846dec793ad03be.txt";
 
 // ---- The protocol and the verdict rule, fixed in this source before any full run ----
 //
@@ -327,7 +326,7 @@ std::vector<ClaimRow> judge_g10(const ExperimentCli& cli, const std::filesystem:
       kBatch, kLearningRate, plan.total, kKeyWidth, kKeyWidth + kGrowth, plan.grow, kBatch, cli.evidence_path(kCurvesFile),
       cli.evidence_path(kHeadsFile),
       quick ? " --quick: a few steps on a few evaluation images, not a test of the claim." : "");
-  return {ClaimRow{"G10", kSource, j.verdict,
+  return {ClaimRow{"G10", j.verdict,
                    "lower 95% bound of the mean over seeds of loss(a) - loss(b) at the end: the evaluation "
                    "cross-entropy of random new columns minus that of the seed's recipe (nats)",
                    delta_b.interval.lower, kDeltaLine, cli.evidence_path(kSummaryFile), note}};

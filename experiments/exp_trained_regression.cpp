@@ -58,7 +58,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kSource = "004_7846dec793ad03be.txt";
 
 // ---- The verdict rules, fixed in this source before any trained result was looked at ----
 //
@@ -397,7 +396,7 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
                                   : lowers.note + " " + not_lowers.note,
       cases, n_images, origin_of(t), worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star), ladder,
       kFirstOrderTolerance, first_order_agree, cases, median(central_best), worst_first_order, quick_note(cli.options().quick));
-  return {"G12", kSource, verdict,
+  return {"G12", verdict,
           "fraction of cases (checkpoint, layer, head, test image) where moving S to seed 004's B = G + S lowers "
           "the image's cross-entropy, L(B) < L(S)",
           static_cast<double>(lowers_b[0]) / static_cast<double>(cases), 1 - kRateTolerance, cli.evidence_path(kG12File), note};
@@ -459,7 +458,7 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
       j.note, n_images > 0 ? t.integer(0, "n") : 0, cols, rank_lo, rank_hi, n_regression, origin_of(t), fmt::join(ranks, ", "),
       to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero, t.rows(), to_string(j6.verdict), j6.note,
       worst_remark, max_unreachable_share, quick_note(cli.options().quick));
-  return {"G11", kSource, j.verdict,
+  return {"G11", j.verdict,
           "max over instances of max(G5's ratio (f(recipe) - min f) / (n eps cond(X)^2 ||B||^2), G6's |sum_{i>r} "
           "sigma_i(Z*)^2 - min f| / (the same unit)) with X the trained layer inputs [z | 1]",
           worst_ratio, kRatioThreshold, cli.evidence_path(kG11File), note};

@@ -26,7 +26,6 @@ using namespace attnlab;
 
 namespace {
 
-constexpr const char* kSource = "002_cfe0fd4ab08b70f3.txt";
 // The protocol (vit_spec.md): Adam, peak learning rate 5e-4 (the seed's), cosine annealing to 0.
 constexpr double kLearningRate = 5e-4;
 // Batch 16, not the seed's GPU 256: on 2 cores the budget allows one pass over the data, and
@@ -200,7 +199,7 @@ std::vector<ClaimRow> judge_u17(const ExperimentCli& cli, const std::filesystem:
       j.note, kSeeds, means, test_images, train_images, t.integer(0, "D"), t.integer(0, "heads"), t.integer(0, "layers"),
       t.integer(0, "mlp"), t.integer(0, "tokens"), t.integer(0, "patch"), t.integer(0, "patch"), t.integer(0, "stride"),
       t.integer(0, "pad"), t.integer(0, "batch"), n_epochs, cli.evidence_path(kRunsFile), quick ? " --quick: a few steps, not a test of the claim." : "");
-  return {ClaimRow{"U17", kSource, j.verdict,
+  return {ClaimRow{"U17", j.verdict,
                    "lower 95% bound of Linformer's mean test accuracy minus the highest upper bound of the other seed-002 methods (fraction)",
                    j.observed, kSeparationThreshold, cli.evidence_path(kRunsFile), note}};
 }

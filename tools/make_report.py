@@ -19,7 +19,10 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VERDICT_ORDER = ["holds", "conditional", "fails", "inconclusive", "untested"]
+from verdicts import read_verdicts  # noqa: E402 (tools/verdicts.py, beside this script)
+
+VERDICTS = read_verdicts()
+VERDICT_ORDER = [v for v, _ in VERDICTS]
 # Two-sided 95% Student-t quantiles by degrees of freedom; beyond 30 the normal value is close enough.
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
@@ -84,16 +87,23 @@ def run(cmd, cwd=REPO):
         return ""
 
 
-def project_flags():
-    """The compile options CMakeLists.txt gives every target (the attnlab_flags interface library)."""
-    try:
-        text = open(os.path.join(REPO, "CMakeLists.txt")).read()
-    except OSError:
-        return ""
-    # Every target_compile_options(attnlab_flags ...) but the sanitizer one (its value comes from the cache).
-    bodies = [b for b in re.findall(r"target_compile_options\(attnlab_flags INTERFACE(.*?)\)", text, re.S) if "${" not in b]
-    body = "\n".join(line.split("#", 1)[0] for b in bodies for line in b.splitlines())
-    return " ".join(re.findall(r"(?<!\S)-[\w=+-]+", body))
+def build_flags(build_dir):
+    """The compiler flags every target was built with, read from CMake's own record of the compile line
+    (<build>/CMakeFiles/attnlab_core.dir/flags.make: every target links the same attnlab_flags), and the
+    build type from CMakeCache.txt; None without a configured build directory."""
+    flags_make = os.path.join(build_dir, "CMakeFiles", "attnlab_core.dir", "flags.make")
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    if not os.path.exists(flags_make) or not os.path.exists(cache):
+        return None
+    build_type = ""
+    for line in open(cache):
+        m = re.match(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", line.strip())
+        if m:
+            build_type = m.group(1).strip()
+    for line in open(flags_make):
+        if line.startswith("CXX_FLAGS = "):
+            return f"{build_type or 'no build type'}: `{line[len('CXX_FLAGS = '):].strip()}` (every target's compile line)"
+    return None
 
 
 def run_context(args):
@@ -102,21 +112,7 @@ def run_context(args):
     if run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"]):
         commit += " (with uncommitted changes)"
     compiler = (run(["c++", "--version"]).splitlines() or ["unknown"])[0]
-    cache = os.path.join(REPO, args.build, "CMakeCache.txt")
-    flags = "unknown (no CMakeCache.txt)"
-    if os.path.exists(cache):
-        vals = {}
-        for line in open(cache):
-            m = re.match(r"^(CMAKE_BUILD_TYPE|CMAKE_CXX_FLAGS|CMAKE_CXX_FLAGS_RELEASE|ATTNLAB_NATIVE):\w+=(.*)$", line.strip())
-            if m:
-                vals[m.group(1)] = m.group(2).strip()
-        bt = vals.get("CMAKE_BUILD_TYPE", "")
-        flags = f"{bt or 'no build type'}: `{' '.join(x for x in (vals.get('CMAKE_CXX_FLAGS', ''), vals.get('CMAKE_CXX_FLAGS_' + bt.upper(), '')) if x)}`"
-        project = project_flags()
-        if vals.get("ATTNLAB_NATIVE", "ON").upper() in ("OFF", "0", "FALSE", "NO"):  # the option's -march=native is off
-            project = " ".join(f for f in project.split() if f != "-march=native")
-        if project:
-            flags += f" plus `{project}` (CMakeLists.txt, every target)"
+    flags = build_flags(os.path.join(REPO, args.build)) or f"unknown (no configured build in {args.build}/)"
     cpu = "unknown CPU"
     try:
         for line in open("/proc/cpuinfo"):
@@ -493,15 +489,7 @@ threshold next to the observed value, so a reader can re-judge with another one.
 READING = """\
 ## Reading the results
 
-- **holds**: on every input tried, the claim's metric was within its threshold. This is evidence, not a proof:
-  the sweep covers the sizes and families listed under each claim, nothing else.
-- **fails**: on at least one input the metric exceeded the threshold; the note and the evidence table say where.
-  A failure of a worst case is still a failure of the claim as stated.
-- **conditional**: the claim holds only under the condition the note names (a family, a range of sizes, a
-  precision) and fails outside it.
-- **inconclusive**: the intervals do not separate: the data cannot decide. The measurements' 95% intervals
-  overlap or touch, so neither the claim nor its negation is supported; the note gives the intervals.
-- **untested**: it cannot be measured here; the note says why.
+""" + "".join(f"- **{v}**: {meaning}\n" for v, meaning in VERDICTS) + """\
 - *Observed* and *threshold* are in the units of the metric column. For residual ratios "observed ≤ threshold"
   means the identity holds; for a claim that something *does* matter (R9: precision affects the result) the
   comparison runs the other way; for exponents the note gives the fitted interval per path or method.

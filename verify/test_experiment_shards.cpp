@@ -141,7 +141,6 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
       const ClaimRow &a = ledger[r], &b = whole_ledger[r];
       INFO("claim " << b.id);
       CHECK(a.id == b.id);
-      CHECK(a.source == b.source);
       CHECK(a.metric == b.metric);
       CHECK(a.threshold == b.threshold);
       CHECK(a.experiment == b.experiment);

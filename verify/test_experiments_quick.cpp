@@ -57,7 +57,6 @@ TEST_CASE("experiment quick run: schema, ledger and reproducibility across threa
   REQUIRE(!ledger.empty());
   for (const auto& row : ledger) {
     INFO("claim " << row.id);
-    CHECK(!row.source.empty());
     CHECK(row.experiment == name);  // provenance: the row names the experiment that wrote it
     if (row.verdict != Verdict::untested) {
       CHECK(std::filesystem::exists(row.evidence));

@@ -12,7 +12,7 @@ using attnlab::testing::ScratchDir;
 
 namespace {
 ClaimRow row(const std::string& id, Verdict v, double observed, const std::string& note = "") {
-  return {id, "seed.txt", v, "metric", observed, 1.0, "results/x.csv", note, "exp_x"};
+  return {id, v, "metric", observed, 1.0, "results/x.csv", note, "exp_x"};
 }
 }  // namespace
 
@@ -32,9 +32,9 @@ TEST_CASE("an experiment replaces its own rows and leaves the others untouched")
   const std::string text = attnlab::testing::read_text(ledger);
   CHECK(text ==
         "id,source,verdict,metric,observed,threshold,evidence,note,experiment\n"
-        "R2,seed.txt,conditional,metric,4,1,results/x.csv,\"only when x, since y\",exp_x\n"
-        "R10,seed.txt,holds,metric,1,1,results/x.csv,,exp_x\n"
-        "S1,seed.txt,holds,metric,3,1,results/x.csv,,exp_x\n");
+        "R2,000_b0b7043ddc03e9e4.txt,conditional,metric,4,1,results/x.csv,\"only when x, since y\",exp_x\n"
+        "R10,000_b0b7043ddc03e9e4.txt,holds,metric,1,1,results/x.csv,,exp_x\n"
+        "S1,001_f879b028757d0e8d.txt,holds,metric,3,1,results/x.csv,,exp_x\n");
   const auto rows = read_ledger(ledger);
   REQUIRE(rows.size() == 3);
   CHECK(rows[0].note == "only when x, since y");
@@ -60,7 +60,7 @@ TEST_CASE("rows that break the ledger's rules are refused and the ledger is unch
   ClaimRow anonymous = row("R6", Verdict::holds, 1);
   anonymous.experiment.clear();
   CHECK_THROWS_AS(merge_into_ledger(ledger, {anonymous}), std::invalid_argument);
-  ClaimRow untested{"U16", "seed.txt", Verdict::untested, "accuracy", std::nullopt, std::nullopt, "", "", "exp_x"};
+  ClaimRow untested{"U16", Verdict::untested, "accuracy", std::nullopt, std::nullopt, "", "", "exp_x"};
   CHECK_THROWS_AS(merge_into_ledger(ledger, {untested}), std::invalid_argument);  // untested needs a reason
   CHECK(attnlab::testing::read_text(ledger) == before);
   untested.note = "needs a dataset that is not available offline";
@@ -80,4 +80,33 @@ TEST_CASE("a ledger with a wrong header is rejected with the file named") {
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()).find("claims.csv") != std::string::npos);
   }
+}
+
+TEST_CASE("the vocabularies come from their one definition: verdicts.tsv and claim_sources.tsv") {
+  // Every verdict the TSV lists round-trips through its name, and the enum lists exactly those.
+  std::ifstream in(std::filesystem::path(ATTNLAB_SOURCE_DIR) / "lib" / "attnlab" / "io" / "verdicts.tsv");
+  REQUIRE(in);
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') names.push_back(line.substr(0, line.find('\t')));
+  CHECK(names == std::vector<std::string>{"holds", "conditional", "fails", "inconclusive", "untested"});
+  for (const auto& name : names) CHECK(to_string(verdict_from_string(name)) == name);
+  CHECK_THROWS_AS(verdict_from_string("hold"), std::invalid_argument);
+  // Each claim letter names its document; a letter without one is refused, and so is a ledger row
+  // whose source column disagrees with the table.
+  CHECK(claim_source("R12") == "000_b0b7043ddc03e9e4.txt");
+  CHECK(claim_source("S1") == "001_f879b028757d0e8d.txt");
+  CHECK(claim_source("U17") == "002_cfe0fd4ab08b70f3.txt");
+  CHECK(claim_source("L5") == "003_cab8b9be341236c2.txt");
+  CHECK(claim_source("G12") == "004_7846dec793ad03be.txt");
+  for (const char* bad : {"X1", "", "r1"}) CHECK_THROWS_AS(claim_source(bad), std::invalid_argument);
+  ScratchDir dir;
+  const auto ledger = dir.path() / "claims.csv";
+  CHECK_THROWS_AS(merge_into_ledger(ledger, {row("X1", Verdict::holds, 0.5)}), std::invalid_argument);
+  merge_into_ledger(ledger, {row("R1", Verdict::holds, 0.5)});
+  CHECK(attnlab::testing::read_text(ledger).find("R1,000_b0b7043ddc03e9e4.txt,holds,") != std::string::npos);
+  std::string text = attnlab::testing::read_text(ledger);
+  text.replace(text.find("000_b0b7043ddc03e9e4.txt"), 3, "002");
+  std::ofstream(ledger) << text;
+  CHECK_THROWS_WITH_AS(read_ledger(ledger), doctest::Contains("is not claim R1's document"), std::runtime_error);
 }

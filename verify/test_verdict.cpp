@@ -106,7 +106,7 @@ TEST_CASE("the ledger records an inconclusive verdict, which needs a note") {
   const auto ledger = dir.path() / "claims.csv";
   CHECK(to_string(Verdict::inconclusive) == "inconclusive");
   CHECK(verdict_from_string("inconclusive") == Verdict::inconclusive);
-  ClaimRow row{"U17", "002.txt", Verdict::inconclusive, "margin", -0.01, 0.0, "e.csv", "", "exp_vit_training"};
+  ClaimRow row{"U17", Verdict::inconclusive, "margin", -0.01, 0.0, "e.csv", "", "exp_vit_training"};
   CHECK_THROWS_AS(merge_into_ledger(ledger, {row}), std::invalid_argument);  // no note
   row.note = "the intervals do not separate";
   merge_into_ledger(ledger, {row});

@@ -16,19 +16,30 @@ namespace attnlab {
 
 std::string to_string(Verdict v) {
   switch (v) {
-    case Verdict::holds: return "holds";
-    case Verdict::fails: return "fails";
-    case Verdict::conditional: return "conditional";
-    case Verdict::inconclusive: return "inconclusive";
-    case Verdict::untested: return "untested";
+#define ATTNLAB_VERDICT(name, unused) \
+  case Verdict::name:                 \
+    return #name;
+#include "attnlab/io/verdicts.inc"
+#undef ATTNLAB_VERDICT
   }
-  return "untested";
+  throw std::invalid_argument("to_string: not a Verdict");
 }
 
 Verdict verdict_from_string(const std::string& s) {
-  for (Verdict v : {Verdict::holds, Verdict::fails, Verdict::conditional, Verdict::inconclusive, Verdict::untested})
-    if (to_string(v) == s) return v;
+#define ATTNLAB_VERDICT(name, unused) \
+  if (s == #name) return Verdict::name;
+#include "attnlab/io/verdicts.inc"
+#undef ATTNLAB_VERDICT
   throw std::invalid_argument("unknown verdict '" + s + "'");
+}
+
+std::string claim_source(const std::string& id) {
+  const std::string letter = id.substr(0, 1);
+#define ATTNLAB_CLAIM_SOURCE(prefix, document) \
+  if (letter == #prefix) return document;
+#include "attnlab/io/claim_sources.inc"
+#undef ATTNLAB_CLAIM_SOURCE
+  throw std::invalid_argument("claim id '" + id + "': its letter names no source document (lib/attnlab/io/claim_sources.tsv)");
 }
 
 bool claim_id_less(const std::string& a, const std::string& b) {
@@ -56,6 +67,7 @@ std::optional<double> parse_optional_number(const std::string& s, const std::str
 
 void validate(const ClaimRow& r) {
   if (r.id.empty()) throw std::invalid_argument("ledger: a row has an empty id");
+  claim_source(r.id);  // throws for an id that names no source document
   const bool untested = r.verdict == Verdict::untested;
   if (!untested && r.evidence.empty())
     throw std::invalid_argument("ledger: " + r.id + " has a measured verdict but no evidence file");
@@ -87,7 +99,10 @@ std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file) {
       throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + " has " +
                                std::to_string(f.size()) + " fields, expected 9");
     try {
-      out.push_back({f[0], f[1], verdict_from_string(f[2]), f[3], parse_optional_number(f[4], "observed"),
+      if (f[1] != claim_source(f[0]))
+        throw std::runtime_error("source '" + f[1] + "' is not claim " + f[0] + "'s document '" + claim_source(f[0]) +
+                                 "' (lib/attnlab/io/claim_sources.tsv)");
+      out.push_back({f[0], verdict_from_string(f[2]), f[3], parse_optional_number(f[4], "observed"),
                      parse_optional_number(f[5], "threshold"), f[6], f[7], f[8]});
     } catch (const std::exception& e) {
       throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + ": " + e.what());
@@ -111,7 +126,7 @@ void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vect
   std::string text = std::string(kLedgerHeader) + '\n';
   auto number = [](const std::optional<double>& x) { return x ? format_real(*x) : std::string(); };
   for (const auto& r : merged) {
-    text += quote_field(r.id) + ',' + quote_field(r.source) + ',' + to_string(r.verdict) + ',' +
+    text += quote_field(r.id) + ',' + quote_field(claim_source(r.id)) + ',' + to_string(r.verdict) + ',' +
             quote_field(r.metric) + ',' + number(r.observed) + ',' + number(r.threshold) + ',' +
             quote_field(r.evidence) + ',' + quote_field(r.note) + ',' + quote_field(r.experiment) + '\n';
   }

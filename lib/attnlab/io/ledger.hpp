@@ -8,15 +8,25 @@
 
 namespace attnlab {
 
-// inconclusive (issue 14): the measurements' intervals do not separate, so the data cannot decide.
-enum class Verdict { holds, fails, conditional, inconclusive, untested };
+// The verdicts, as lib/attnlab/io/verdicts.tsv defines them with their meanings (CMake lists them in
+// generated/attnlab/io/verdicts.inc; the report reads the same file). inconclusive (issue 14): the
+// measurements' intervals do not separate, so the data cannot decide.
+enum class Verdict {
+#define ATTNLAB_VERDICT(name, unused) name,
+#include "attnlab/io/verdicts.inc"
+#undef ATTNLAB_VERDICT
+};
 
 std::string to_string(Verdict v);
 Verdict verdict_from_string(const std::string& s);  // throws std::invalid_argument
 
+// The source document (its file name in ../shared/seeds/) of claim `id`, by the id's letter, as
+// lib/attnlab/io/claim_sources.tsv defines it; throws std::invalid_argument for an id whose letter
+// names no document.
+std::string claim_source(const std::string& id);
+
 struct ClaimRow {
-  std::string id;                    // "R1", as in shared/CLAIMS.md
-  std::string source;                // the seed file's name
+  std::string id;                    // "R1", as in shared/CLAIMS.md; its source document is claim_source(id)
   Verdict verdict = Verdict::untested;
   std::string metric;                // what `observed` measures, with its unit
   std::optional<double> observed;    // empty only for an untested claim
