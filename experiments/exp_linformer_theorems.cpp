@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/lab/attention_inputs.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"

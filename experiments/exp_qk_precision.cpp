@@ -1,6 +1,7 @@
 // R9: how much rounding the eigen-decomposition route adds to attention scores, float and double.
 #include <fmt/format.h>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"

@@ -1,6 +1,7 @@
 // R2, R5, R6, R10: the rank and spectrum of W_Q W_K^T and S_w, float and double.
 #include <fmt/format.h>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/core/rng.hpp"
 
 using namespace attnlab;

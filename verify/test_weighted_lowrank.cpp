@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/theory/attention_loss.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/core/rng.hpp"

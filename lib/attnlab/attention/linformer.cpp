@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/attention/fast_passes.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/core/attention_check.hpp"

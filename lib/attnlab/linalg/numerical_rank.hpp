@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "attnlab/linalg/decompositions.hpp"
+
 namespace attnlab {
 
 // Singular values below max(rows, cols) * eps * sigma_max are indistinguishable from

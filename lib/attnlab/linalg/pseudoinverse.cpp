@@ -1,6 +1,7 @@
 // Moore-Penrose pseudoinverses three ways and the Penrose conditions.
 #include "attnlab/linalg/pseudoinverse.hpp"
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/numerical_rank.hpp"
 
 namespace attnlab {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/core/rng.hpp"
 
 namespace attnlab {

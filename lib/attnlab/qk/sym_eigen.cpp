@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 
 namespace attnlab {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 

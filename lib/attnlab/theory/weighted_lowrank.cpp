@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 
 namespace attnlab {

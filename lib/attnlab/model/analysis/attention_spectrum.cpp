@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/core/softmax.hpp"
 
 namespace attnlab {
