@@ -20,6 +20,7 @@
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 
@@ -208,18 +209,16 @@ std::vector<ClaimRow> judge_accuracy(const ExperimentCli& cli, const std::filesy
   ClaimRow u1{"U1", Verdict::fails, "largest residual ratio ||E - S||_F / (n ||S||_F eps) of "
               "softmax_row(Q)(softmax_col(K)^T V) against exact softmax attention (double), over families, n, d",
               eff_worst_ratio, kEquivalentRatio, acc_evidence, ""};
-  std::string approx = approx_families.empty() ? "none" : "";
-  for (const auto& f : approx_families) approx += (approx.empty() ? "" : ", ") + f;
+  const std::string approx = approx_families.empty() ? "none" : fmt::format("{}", fmt::join(approx_families, ", "));
   const std::string numbers = fmt::format(
       "Shen form relative error {:.3g} to {:.3g}; elu+1 form {:.3g} to {:.3g} (ratio up to {:.3g}); "
       "families within {:g} (approximately equal): {}", eff_min_rel, eff_max_rel, elu_min_rel, elu_max_rel,
       elu_worst_ratio, kApproximateRelError, approx);
-  // Not judge_by_condition: two thresholds (rounding-level, then within 1e-3) on different metrics.
-  if (eff_worst_ratio <= kEquivalentRatio) {
-    u1.verdict = Verdict::holds;
+  // In full: rounding-level everywhere; in part: approximately equal (within 1e-3) on some families.
+  u1.verdict = triage(eff_worst_ratio <= kEquivalentRatio, !approx_families.empty());
+  if (u1.verdict == Verdict::holds) {
     u1.note = "rounding-level everywhere; " + numbers;
-  } else if (!approx_families.empty()) {
-    u1.verdict = Verdict::conditional;
+  } else if (u1.verdict == Verdict::conditional) {
     u1.note = "not equivalent (not rounding-level); only approximately equal, and only on the families listed: " + numbers;
   } else {
     u1.note = "a different attention, not an equivalent one: " + numbers;
@@ -277,18 +276,16 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
     }
   }
   cli.write_table(fits, kFitsTable);
-  ClaimRow u3{"U3", Verdict::holds,
+  ClaimRow u3{"U3", triage(n_ok && d_ok, n_ok),
               "number of fitted exponents (time: median of repeats; memory: counted workspace bytes) more than "
               "0.3 from the claimed one with the claim outside their 95% interval, of 12",
               static_cast<double>(miss_count), 0.0, cli.evidence_path(kFitsTable), ""};
-  // Not judge_by_condition: the condition is which sweep (n or d) misses, and its note names the d sweep's shape.
-  if (n_ok && d_ok) {
+  // In full: both sweeps; in part: the n sweep only (the note names the d sweep's shape).
+  if (u3.verdict == Verdict::holds) {
     u3.note = "every exponent within 0.3 of the claim or its interval covering it (memory counted, not measured)";
-  } else if (n_ok) {
-    u3.verdict = Verdict::conditional;
+  } else if (u3.verdict == Verdict::conditional) {
     u3.note = fmt::format("holds in n; in d (n = {}, d <= {}) lower-order terms dominate: {}", fixed_n, largest_d, misses);
   } else {
-    u3.verdict = Verdict::fails;
     u3.note = "exponents in n (and possibly d) differ from the claim: " + misses;
   }
   return u3;

@@ -14,6 +14,7 @@
 #include "attnlab/attention/linformer.hpp"
 #include "attnlab/linalg/numerical_rank.hpp"
 #include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 
@@ -172,7 +173,7 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
   }
   CsvTable summary({text_col("family"), text_col("projection"), text_col("useful_at_every_L"),
                     real_col("error_at_smallest_L"), real_col("error_at_largest_L"), real_col("error_exponent_in_L")});
-  std::vector<std::string> ok_families, bad_families;
+  GroupOutcomes useful;  // a family passes when Gaussian or segment-mean projections stay useful at every L
   double worst_ok_baseline = 0;  // how good the trivial baseline already is where Linformer is useful
   std::int64_t k = 0, largest_l = 0;
   for (const auto& g : groups) {
@@ -193,28 +194,25 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
     };
     add("gaussian_separate", gaussian_all, eg);
     add("segment_mean", segment_all, es);
-    (gaussian_all || segment_all ? ok_families : bad_families).push_back(g.family);
+    useful.add(g.family, gaussian_all || segment_all);
     if (gaussian_all || segment_all)
       for (std::size_t i : g.rows) worst_ok_baseline = std::max(worst_ok_baseline, t.real(i, "uniform_baseline_error"));
   }
   cli.write_table(summary, kSummaryTable);
 
-  const auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
-    return s;
-  };
+  const auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, " ")); };
+  const std::vector<std::string> ok_families = useful.passing(), bad_families = useful.failing();
   const double frac = static_cast<double>(ok_families.size()) / static_cast<double>(groups.size());
-  ClaimRow row{"L3", Verdict::holds,
+  ClaimRow row{"L3", useful.verdict(),
                fmt::format("fraction of input families for which Linformer at k = {} (Gaussian or segment-mean E, F) stays useful at every L up to {}",
                            k, largest_l),
                frac, 1.0, cli.evidence_path(kFixedKTable), ""};
   // Not judge_by_condition: this note names the families space-separated after the definition of useful,
   // and the ledger's wording must not change.
   const std::string def = fmt::format("useful = relative output error < {} and below the uniform-attention baseline", kUsefulError);
-  if (bad_families.empty()) row.verdict = Verdict::holds, row.note = def;
-  else if (ok_families.empty()) row.verdict = Verdict::fails, row.note = def + "; useful for no family with untrained projections";
-  else row.verdict = Verdict::conditional, row.note = def + "; holds only for " + join(ok_families) + "; not for " + join(bad_families);
+  if (row.verdict == Verdict::holds) row.note = def;
+  else if (row.verdict == Verdict::fails) row.note = def + "; useful for no family with untrained projections";
+  else row.note = def + "; holds only for " + join(ok_families) + "; not for " + join(bad_families);
   if (!ok_families.empty())
     row.note += fmt::format("; where useful, the uniform baseline's own error is at most {:.3g}", worst_ok_baseline);
   row.note += "; E, F are untrained here (the explainer's are learned)";

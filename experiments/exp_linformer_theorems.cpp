@@ -16,6 +16,7 @@
 #include "attnlab/attention/linformer.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 
@@ -135,11 +136,8 @@ Eigen::Index best_rank_needed(const BestRankAttention& best, double eps) {
   return hi;
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
-  return s;
-}
+// Family names space-separated, as the ledger's notes have always listed them.
+std::string join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, " ")); }
 
 constexpr const char* kTheorem1Table = "linformer_theorem1.csv";
 constexpr const char* kGrowthTable = "linformer_rank_growth.csv";
@@ -328,18 +326,15 @@ std::vector<std::string> families_of(const TableReader& t) {
 ClaimRow judge_theorem1(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kTheorem1Table);
   double min_rate = 1;
-  std::vector<std::string> families_ok, families_bad;
+  GroupOutcomes families;  // a family passes when no configuration's upper bound is below 1 - delta
   std::int64_t largest_n = 0;
-  for (const std::string& f : families_of(t)) {
-    bool family_ok = true;
+  for (const std::string& f : families_of(t))
     for (std::size_t i = 0; i < t.rows(); ++i) {
       if (t.text(i, "family") != f) continue;
       min_rate = std::min(min_rate, t.real(i, "success_rate"));
-      if (t.real(i, "ci_high") < 1 - kDelta) family_ok = false;
+      families.add(f, !(t.real(i, "ci_high") < 1 - kDelta));
       largest_n = std::max(largest_n, t.integer(i, "n"));
     }
-    (family_ok ? families_ok : families_bad).push_back(f);
-  }
   // The smallest eps (the sweep's eps ascend) whose stated k is below the largest n; 1 if none.
   double eps_below = 1.0;
   for (std::size_t i = 0; i < t.rows(); ++i)
@@ -347,18 +342,15 @@ ClaimRow judge_theorem1(const ExperimentCli& cli, const std::filesystem::path& d
       eps_below = t.real(i, "eps");
       break;
     }
-  ClaimRow r{"U4", Verdict::holds, "minimum success rate of ||P R^T R w - P w|| < eps ||P w|| at the stated k over families, n, eps",
+  ClaimRow r{"U4", families.verdict(), "minimum success rate of ||P R^T R w - P w|| < eps ||P w|| at the stated k over families, n, eps",
              min_rate, 1 - kDelta, cli.evidence_path(kTheorem1Table), ""};
   // Not judge_by_family: its note lists counts per family, and the ledger's wording must not change.
-  if (families_bad.empty()) {
-    r.verdict = Verdict::holds;
+  if (r.verdict == Verdict::holds) {
     r.note = "no configuration's Clopper-Pearson upper bound is below 1 - delta";
-  } else if (families_ok.empty()) {
-    r.verdict = Verdict::fails;
-    r.note = "every family has configurations whose success rate is significantly below 1 - delta: " + join(families_bad);
+  } else if (r.verdict == Verdict::fails) {
+    r.note = "every family has configurations whose success rate is significantly below 1 - delta: " + join(families.failing());
   } else {
-    r.verdict = Verdict::conditional;
-    r.note = "holds only for input families " + join(families_ok) + "; significantly below 1 - delta for " + join(families_bad);
+    r.note = "holds only for input families " + join(families.passing()) + "; significantly below 1 - delta for " + join(families.failing());
   }
   r.note += fmt::format("; the stated k is below n only for eps >= ~{} at n = {} (column k_stated_below_n)", eps_below, largest_n);
   return r;
@@ -373,7 +365,7 @@ ClaimRow judge_rank_growth(const ExperimentCli& cli, const std::filesystem::path
                real_col("power_r2"), real_col("log_slope"), real_col("log_r2"), text_col("better_fit"),
                text_col("growth")});
   double max_exponent = 0;
-  std::vector<std::string> log_ok, log_bad;
+  GroupOutcomes growth_by_family;  // Theorem 1's construction: logarithmic (or constant) growth passes
   for (const std::string& f : families_of(t))
     for (int construction = 0; construction < 2; ++construction) {
       // construction 0: Theorem 1's P R^T R (k needed for a 1 - delta success rate);
@@ -400,7 +392,7 @@ ClaimRow judge_rank_growth(const ExperimentCli& cli, const std::filesystem::path
         const bool constant = x.size() >= 3;
         u5.add_row({f, name, static_cast<long>(x.size()), reached && constant, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, "none",
                     constant && reached ? "constant" : "not_reached"});
-        if (construction == 0) (constant && reached ? log_ok : log_bad).push_back(f);
+        if (construction == 0) growth_by_family.add(f, constant && reached);
         continue;
       }
       const PowerLawFit pw = fit_power_law(x, y);
@@ -413,19 +405,19 @@ ClaimRow judge_rank_growth(const ExperimentCli& cli, const std::filesystem::path
                   pw.r_squared, ln.slope, ln.r_squared, ln.r_squared >= pw.r_squared ? "log_n" : "power_of_n", growth});
       if (construction == 0) {
         max_exponent = std::max(max_exponent, reached ? pw.slope : std::numeric_limits<double>::max());
-        (growth == "logarithmic" ? log_ok : log_bad).push_back(f);
+        growth_by_family.add(f, growth == "logarithmic");
       }
     }
   cli.write_table(u5, kGrowthTable);
 
-  ClaimRow r{"U5", Verdict::holds,
+  ClaimRow r{"U5", growth_by_family.verdict(),
              fmt::format("largest fitted exponent of k_needed(n) for Theorem 1's P R^T R at eps = {} (power law in n)", kU5Epsilon),
              max_exponent == std::numeric_limits<double>::max() ? -1.0 : max_exponent, kLogExponentMax,
              cli.evidence_path(kGrowthTable), ""};
   // Not judge_by_condition: a family's growth is a category (logarithmic, constant, polynomial, not reached).
-  if (log_bad.empty()) r.verdict = Verdict::holds, r.note = "k_needed grows like log n (exponent interval below the threshold) for every family";
-  else if (log_ok.empty()) r.verdict = Verdict::fails, r.note = "no family shows logarithmic growth of k_needed; not reached or polynomial: " + join(log_bad);
-  else r.verdict = Verdict::conditional, r.note = "logarithmic (or constant) only for " + join(log_ok) + "; not for " + join(log_bad);
+  if (r.verdict == Verdict::holds) r.note = "k_needed grows like log n (exponent interval below the threshold) for every family";
+  else if (r.verdict == Verdict::fails) r.note = "no family shows logarithmic growth of k_needed; not reached or polynomial: " + join(growth_by_family.failing());
+  else r.note = "logarithmic (or constant) only for " + join(growth_by_family.passing()) + "; not for " + join(growth_by_family.failing());
   if (max_exponent == std::numeric_limits<double>::max()) r.note += "; observed -1 means some needed k exceeded the grid (2^30)";
   r.note += "; best-rank SVD rows give the rank any P~ truncation needs";
   return r;
@@ -466,26 +458,23 @@ ClaimRow judge_theorem2(const ExperimentCli& cli, const std::filesystem::path& d
         bound_low_families.push_back(f);
     }
   }
-  ClaimRow r{"U6", Verdict::holds,
+  // In full: the bound holds where evaluated and its k is a reduction in at least half the cells; in part:
+  // it holds where evaluated only. Untested when no bound point was evaluated.
+  ClaimRow r{"U6", triage(!bound_significantly_low && 2 * below >= cells, !bound_significantly_low),
              "minimum success rate of ||softmax(w E^T) F V - softmax(w) V|| < eps ||softmax(w)|| ||V||_2 at the bound's k (where k <= n)",
              bound_points ? min_bound_rate : -1.0, 1 - kDelta, cli.evidence_path(kTheorem2Table), ""};
   const std::string where = fmt::format("the bound's k = 9 d ln d / eps^2 is below n in {} of {} cells of d in 16..128, eps in 0.1..0.5, n in 512..16384",
                                         below, cells);
-  // Not judge_by_condition: untested, fails, holds and conditional come from different facts (no
-  // bound point, a significantly low rate, where the bound's k is a reduction).
   if (bound_points == 0) {
     r.verdict = Verdict::untested;
     r.observed.reset();
     r.threshold.reset();
     r.note = "the bound's k exceeds n everywhere on this sweep; " + where;
-  } else if (bound_significantly_low) {
-    r.verdict = Verdict::fails;
+  } else if (r.verdict == Verdict::fails) {
     r.note = "success rate significantly below 1 - delta at the bound's k for " + join(bound_low_families) + "; " + where;
-  } else if (2 * below >= cells) {
-    r.verdict = Verdict::holds;
+  } else if (r.verdict == Verdict::holds) {
     r.note = where;
   } else {
-    r.verdict = Verdict::conditional;
     r.note = "the error bound holds at the bound's k where evaluated, but that k is a reduction only for long sequences: " + where;
   }
   return r;

@@ -330,11 +330,10 @@ ClaimRow judge_g3(const ExperimentCli& cli, const TableReader& reg, const std::f
         -3 * kRatioThreshold * objective_unit(reg.integer(k, "n"), reg.integer(k, "d"), sx, reg.real(k, "b_norm2")))
       ++convexity_violations;
   }
-  ClaimRow c{"G3", Verdict::fails,
+  ClaimRow c{"G3", max_fd_error <= kFdRelativeTolerance && convexity_violations == 0 ? Verdict::holds : Verdict::fails,
              "max over instances of min over h in {1e-1..1e-7} |fd/<grad,E> - 1| (double); convexity: negative "
              "second differences along random lines beyond rounding",
              max_fd_error, kFdRelativeTolerance, cli.evidence_path(kGradientTable), ""};
-  if (max_fd_error <= kFdRelativeTolerance && convexity_violations == 0) c.verdict = Verdict::holds;
   c.note = fmt::format("{} instances x 4 lines; convexity violations {} (evidence of lines: {})", reg.rows(),
                        convexity_violations, cli.evidence_path(kConvexityTable));
   return c;

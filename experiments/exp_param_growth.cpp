@@ -17,6 +17,7 @@
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/rng.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 
@@ -299,7 +300,8 @@ ClaimRow judge_g7(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const bool product_ok = worst_product <= kRatioThreshold;
   // Unchanged means a relative change at rounding level in the coarser precision (float).
   const bool rescaled_ok = max_rescaled <= kRatioThreshold * std::numeric_limits<float>::epsilon();
-  if (product_ok) c.verdict = rescaled_ok ? Verdict::holds : Verdict::conditional;
+  // In full: the product and the scaled scores unchanged; in part: the product only.
+  c.verdict = triage(product_ok && rescaled_ok, product_ok);
   c.note = fmt::format(
       "product unchanged (bitwise in {}/{} trials); S = QK^T/sqrt(d_k) changes by >= {:.3g} relative if the "
       "temperature is recomputed at d_k + p, so it holds only with the old 1/sqrt(d_k) kept. Zero columns on "

@@ -19,6 +19,7 @@
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 using namespace attnlab;
 
@@ -327,17 +328,15 @@ ClaimRow judge_identity(const ExperimentCli& cli, const std::filesystem::path& d
     overflow_total += t.integer(i, "factor_overflow");
     pairs_total += t.integer(i, "pairs");
   }
-  ClaimRow u10{"U10", Verdict::holds,
+  ClaimRow u10{"U10", triage(id_ratio <= kIdentityRatio && overflow_total == 0, id_ratio <= kIdentityRatio),
                "largest scaled residual |exp(x.y/s2) - exp((|x|^2+|y|^2)/2s2) exp(-|x-y|^2/2s2)| / "
                "((d+1)(1 + sum |exponents|) |lhs| eps), float and double",
                id_ratio, kIdentityRatio, cli.evidence_path(kIdentityTable), ""};
   // Not judge_by_condition: "conditional" here means an identity to rounding whose one side overflows,
   // a count, not a family where the residual exceeds the threshold.
-  if (id_ratio > kIdentityRatio) {
-    u10.verdict = Verdict::fails;
+  if (u10.verdict == Verdict::fails) {
     u10.note = "residual above rounding level";
-  } else if (overflow_total > 0) {
-    u10.verdict = Verdict::conditional;
+  } else if (u10.verdict == Verdict::conditional) {
     u10.note = fmt::format("an identity to rounding wherever both sides are representable; the factor "
                            "exp((|x|^2+|y|^2)/2s2) overflows in {} of {} pairs (see precision, temperature) "
                            "where exp(x.y/s2) itself is finite", overflow_total, pairs_total);

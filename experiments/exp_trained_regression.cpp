@@ -370,9 +370,7 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const Judgement lowers = judge_within_tolerance({"the rate of cases where L(B) < L(S)", cp.lower, cp.upper}, 1.0, kRateTolerance);
   const Judgement not_lowers =
       judge_within_tolerance({"the rate of cases where L(B) >= L(S)", 1 - cp.upper, 1 - cp.lower}, 1.0, kRateTolerance);
-  Verdict verdict = Verdict::inconclusive;
-  if (lowers.verdict == Verdict::holds) verdict = Verdict::holds;
-  else if (not_lowers.verdict == Verdict::holds) verdict = Verdict::fails;
+  const Verdict verdict = separate(lowers.verdict == Verdict::holds, not_lowers.verdict == Verdict::holds);
   std::string ladder;
   for (std::size_t k = 0; k < n_steps; ++k) {
     const Interval b = rate(k, true), s = rate(k, false);

@@ -1,5 +1,7 @@
-// Checks of the "best of" verdict (issue 14): holds, fails and inconclusive from 95% intervals,
-// touching and tied intervals, and the ledger's handling of the inconclusive verdict.
+// Checks of the one triage every judge ends in (holds / conditional / fails, and the interval triage
+// holds / fails / inconclusive), of the outcomes collected per group, of the "best of" verdict (issue 14):
+// holds, fails and inconclusive from 95% intervals, touching and tied intervals, and the ledger's
+// handling of the inconclusive verdict.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -27,6 +29,47 @@ Verdict verdict_any_order(std::vector<MethodInterval> ms, const std::string& bes
 }
 
 }  // namespace
+
+TEST_CASE("triage: every combination of in full and in part") {
+  CHECK(triage(true, true) == Verdict::holds);
+  CHECK(triage(true, false) == Verdict::holds);  // in full implies in part
+  CHECK(triage(false, true) == Verdict::conditional);
+  CHECK(triage(false, false) == Verdict::fails);
+  // A NaN measurement compared as value <= threshold counts as a failure.
+  const double nan = std::nan("");
+  CHECK(triage(nan <= 30.0, nan <= 1e3) == Verdict::fails);
+}
+
+TEST_CASE("separate: holds, fails or inconclusive; both sides at once is a contradiction") {
+  CHECK(separate(true, false) == Verdict::holds);
+  CHECK(separate(false, true) == Verdict::fails);
+  CHECK(separate(false, false) == Verdict::inconclusive);
+  CHECK_THROWS_AS(separate(true, true), std::logic_error);
+}
+
+TEST_CASE("group outcomes: a group passes only if all its outcomes pass; first-seen order") {
+  GroupOutcomes g;
+  CHECK(g.empty());
+  CHECK_THROWS_AS(g.verdict(), std::invalid_argument);
+  g.add("zeta", true);
+  g.add("alpha", true);
+  g.add("zeta", true);
+  CHECK(g.verdict() == Verdict::holds);
+  CHECK(g.passing() == std::vector<std::string>{"zeta", "alpha"});
+  CHECK(g.failing().empty());
+
+  g.add("mid", false);
+  g.add("mid", true);  // a later pass does not undo a failure
+  CHECK(g.verdict() == Verdict::conditional);
+  CHECK(g.passing() == std::vector<std::string>{"zeta", "alpha"});
+  CHECK(g.failing() == std::vector<std::string>{"mid"});
+
+  g.add("zeta", false);
+  g.add("alpha", false);
+  CHECK(g.verdict() == Verdict::fails);
+  CHECK(g.passing().empty());
+  CHECK(g.failing() == std::vector<std::string>{"zeta", "alpha", "mid"});
+}
 
 TEST_CASE("best of: holds when the claimed best's interval lies strictly above every other's") {
   const std::vector<MethodInterval> ms{{"softmax", 0.85, 0.89}, {"linformer", 0.90, 0.92}, {"linear", 0.80, 0.84}};

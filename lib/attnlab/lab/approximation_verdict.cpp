@@ -1,6 +1,8 @@
 // Verdicts for "approximates X, better as its parameter grows": a fitted error trend per group.
 #include "attnlab/lab/approximation_verdict.hpp"
 
+#include "attnlab/lab/verdict.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -35,19 +37,13 @@ ApproximationVerdict judge_approximation(const std::vector<ErrorTrend>& trends, 
                                 t.fit.slope, t.fit.slope_interval.lower, t.fit.slope_interval.upper,
                                 t.error_at_largest, parameter_name));
   }
-  auto join = [](const std::vector<std::string>& xs) {
-    std::string s;
-    for (const auto& x : xs) s += (s.empty() ? "" : "; ") + x;
-    return s;
-  };
-  if (bad.empty()) {
-    v.verdict = Verdict::holds;
+  const auto join = [](const std::vector<std::string>& xs) { return fmt::format("{}", fmt::join(xs, "; ")); };
+  v.verdict = triage(bad.empty(), !good.empty());
+  if (v.verdict == Verdict::holds) {
     v.note = fmt::format("every group improves with {} and ends below {:g}", parameter_name, threshold);
-  } else if (good.empty()) {
-    v.verdict = Verdict::fails;
+  } else if (v.verdict == Verdict::fails) {
     v.note = "no group both improves and ends below the threshold: " + join(bad);
   } else {
-    v.verdict = Verdict::conditional;
     v.note = fmt::format("holds for {}; not for {}", join(good), join(bad));
   }
   return v;

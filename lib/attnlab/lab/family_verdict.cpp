@@ -1,6 +1,8 @@
 // The verdict of a claim checked instance by instance over named families of inputs.
 #include "attnlab/lab/family_verdict.hpp"
 
+#include "attnlab/lab/verdict.hpp"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
@@ -22,8 +24,7 @@ FamilyJudgement judge_by_family(const std::map<std::string, std::pair<int, int>>
     }
   }
   FamilyJudgement j;
-  if (failing.empty()) j.verdict = Verdict::holds;
-  else if (!passing.empty()) j.verdict = Verdict::conditional;
+  j.verdict = triage(failing.empty(), !passing.empty());
   j.note = fmt::format("all instances pass in: [{}]; not in: [{}]", passing, failing);
   if (cond && !passing.empty())
     j.note += fmt::format("; cond(X) in passing families {:.12g}..{:.12g}", pass_lo, pass_hi);

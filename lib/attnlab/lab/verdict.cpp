@@ -9,6 +9,45 @@
 
 namespace attnlab {
 
+Verdict triage(bool in_full, bool in_part) {
+  if (in_full) return Verdict::holds;
+  return in_part ? Verdict::conditional : Verdict::fails;
+}
+
+Verdict separate(bool on_claim_side, bool on_other_side) {
+  if (on_claim_side && on_other_side) throw std::logic_error("separate: an interval cannot lie wholly on both sides of a line");
+  if (on_claim_side) return Verdict::holds;
+  return on_other_side ? Verdict::fails : Verdict::inconclusive;
+}
+
+void GroupOutcomes::add(const std::string& group, bool passes) {
+  for (auto& [name, ok] : groups_)
+    if (name == group) {
+      ok = ok && passes;
+      return;
+    }
+  groups_.emplace_back(group, passes);
+}
+
+std::vector<std::string> GroupOutcomes::passing() const {
+  std::vector<std::string> out;
+  for (const auto& [name, ok] : groups_)
+    if (ok) out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> GroupOutcomes::failing() const {
+  std::vector<std::string> out;
+  for (const auto& [name, ok] : groups_)
+    if (!ok) out.push_back(name);
+  return out;
+}
+
+Verdict GroupOutcomes::verdict() const {
+  if (groups_.empty()) throw std::invalid_argument("GroupOutcomes: no outcome was added");
+  return triage(failing().empty(), !passing().empty());
+}
+
 void WorstByCondition::add(const std::string& condition, const std::string& description, double value) {
   for (auto& e : entries_)
     if (e.condition == condition) {
@@ -27,13 +66,8 @@ Judgement judge_by_condition(const WorstByCondition& worst, double threshold) {
     (e.worst <= threshold ? pass : fail).push_back(&e);
     observed = std::isnan(e.worst) ? e.worst : std::max(observed, e.worst);
   }
-  Judgement j{Verdict::holds, observed, ""};
-  if (fail.empty()) return j;
-  if (pass.empty()) {
-    j.verdict = Verdict::fails;
-    return j;
-  }
-  j.verdict = Verdict::conditional;
+  Judgement j{triage(fail.empty(), !pass.empty()), observed, ""};
+  if (j.verdict != Verdict::conditional) return j;
   j.note = "holds only for ";
   for (std::size_t i = 0; i < pass.size(); ++i) j.note += (i ? "; " : "") + pass[i]->description;
   j.note += ". Fails for ";
@@ -77,13 +111,12 @@ Judgement judge_best_of(const std::vector<MethodInterval>& intervals, const std:
     (m.upper < best->lower ? below : m.lower > best->upper ? above : overlapping).push_back(&m);
     if (nearest == nullptr || m.upper > nearest->upper) nearest = &m;
   }
-  Judgement j{Verdict::inconclusive, best->lower - nearest->upper, ""};
+  // Above every other (none above or overlapping) is the claim's side; some other strictly above is the other side.
+  Judgement j{separate(above.empty() && overlapping.empty(), !above.empty()), best->lower - nearest->upper, ""};
   const std::string mine = fmt::format("{}'s 95% interval [{:.6g}, {:.6g}]", best->name, best->lower, best->upper);
-  if (!above.empty()) {
-    j.verdict = Verdict::fails;
+  if (j.verdict == Verdict::fails) {
     j.note = fmt::format("{} lie{} strictly above {}.", list_text(above), above.size() == 1 ? "s" : "", mine);
-  } else if (overlapping.empty()) {
-    j.verdict = Verdict::holds;
+  } else if (j.verdict == Verdict::holds) {
     j.note = fmt::format("{} lies strictly above every other's; the nearest is {}.", mine, interval_text(*nearest));
   } else {
     j.note = fmt::format("{} overlaps or touches {}: the intervals do not separate, the data cannot decide.", mine, list_text(overlapping));
@@ -99,13 +132,11 @@ Judgement judge_within_tolerance(const MethodInterval& score, double reference, 
     throw std::invalid_argument(fmt::format("judge_within_tolerance: reference {} and tolerance {} must be finite, tolerance >= 0",
                                             reference, tolerance));
   const double line = reference - tolerance;
-  Judgement j{Verdict::inconclusive, reference - score.lower, ""};
-  if (score.lower > line) {
-    j.verdict = Verdict::holds;
+  Judgement j{separate(score.lower > line, score.upper < line), reference - score.lower, ""};
+  if (j.verdict == Verdict::holds) {
     j.note = fmt::format("{}'s 95% interval [{:.6g}, {:.6g}] lies above the tolerance line {:.6g} = {:.6g} - {:.6g}.",
                          score.name, score.lower, score.upper, line, reference, tolerance);
-  } else if (score.upper < line) {
-    j.verdict = Verdict::fails;
+  } else if (j.verdict == Verdict::fails) {
     j.note = fmt::format("{}'s 95% interval [{:.6g}, {:.6g}] lies below the tolerance line {:.6g} = {:.6g} - {:.6g}.",
                          score.name, score.lower, score.upper, line, reference, tolerance);
   } else {

@@ -9,6 +9,36 @@
 
 namespace attnlab {
 
+// The one holds / conditional / fails triage of this project; every judge below and every experiment's
+// own judgement ends in it rather than re-coding the ladder. A claim
+//   holds        when it holds in full (in every group, or at its full strength),
+//   conditional  when it holds only in part (in some groups, or only in a weaker form),
+//   fails        otherwise.
+// `in_full` implies `in_part`; triage(true, false) is holds. A NaN measurement must count as a failure:
+// compare as `value <= threshold`, which is false for NaN.
+Verdict triage(bool in_full, bool in_part);
+
+// The interval triage (judge_best_of, judge_within_tolerance, G12): holds when the 95% interval lies
+// wholly on the claim's side of its line, fails when wholly on the other side, inconclusive when it
+// straddles it (the data cannot decide). Both true is a contradiction and throws std::logic_error.
+Verdict separate(bool on_claim_side, bool on_other_side);
+
+// Pass or fail outcomes collected per named group (an input family, a sweep, a construction), in
+// first-seen order so notes read the same every run. A group passes only if every outcome added for it
+// passes.
+class GroupOutcomes {
+ public:
+  void add(const std::string& group, bool passes);
+  bool empty() const { return groups_.empty(); }
+  std::vector<std::string> passing() const;  // in first-seen order
+  std::vector<std::string> failing() const;
+  // triage(no group fails, some group passes); throws std::invalid_argument when nothing was added.
+  Verdict verdict() const;
+
+ private:
+  std::vector<std::pair<std::string, bool>> groups_;
+};
+
 // The worst (largest) value of a metric seen under each named condition (an input
 // family, a shape regime), in first-seen order so notes read the same every run.
 class WorstByCondition {
