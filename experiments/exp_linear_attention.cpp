@@ -21,6 +21,7 @@
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/timing.hpp"
 #include "attnlab/lab/verdict.hpp"
+#include "attnlab/lab/fit_table.hpp"
 
 using namespace attnlab;
 
@@ -249,8 +250,8 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
       {"efficient", "d", "time", 2}, {"elu", "n", "time", 1}, {"elu", "d", "time", 2},
       {"softmax", "n", "memory", 2}, {"softmax", "d", "memory", 0}, {"efficient", "n", "memory", 1},
       {"efficient", "d", "memory", 1}, {"elu", "n", "memory", 1}, {"elu", "d", "memory", 1}};
-  CsvTable fits({text_col("method"), text_col("sweep"), text_col("quantity"), real_col("claimed_exponent"),
-                 real_col("fitted_exponent"), real_col("lower95"), real_col("upper95"), real_col("ops_exponent")});
+  CsvTable fits(fit_columns({text_col("method"), text_col("sweep"), text_col("quantity"), real_col("claimed_exponent"),
+                             real_col("ops_exponent")}));
   bool n_ok = true, d_ok = true;
   int miss_count = 0;
   std::string misses;
@@ -263,8 +264,7 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
       ops.push_back(t.real(i, "multiply_adds"));
     }
     const PowerLawFit fit = fit_power_law(x, y), ops_fit = fit_power_law(x, ops);
-    fits.add_row({c.method, c.sweep, c.quantity, c.exponent, fit.slope, fit.slope_interval.lower,
-                  fit.slope_interval.upper, ops_fit.slope});
+    fits.add_row(fit_row({c.method, c.sweep, c.quantity, c.exponent, ops_fit.slope}, fit));
     // Memory is counted, so its exponent is exact; the claim's O(dn + d^2) is linear in d for d < n.
     const bool inside = fit.slope_interval.lower <= c.exponent && c.exponent <= fit.slope_interval.upper;
     if (std::abs(fit.slope - c.exponent) > kExponentTolerance && !inside) {

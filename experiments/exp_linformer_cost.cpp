@@ -15,6 +15,7 @@
 #include "attnlab/lab/peak_rss.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/fit_table.hpp"
 
 using namespace attnlab;
 
@@ -134,10 +135,8 @@ void measure_timing(const ExperimentCli& cli, const Shard& shard) {
 // (machine-dependent, linformer_cost_fits_timing.csv).
 std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader counts(dir / kCountsTable), timing(dir / kTimingTable);
-  CsvTable fits_count({text_col("sweep"), text_col("quantity"), real_col("exponent"), real_col("exponent_low"),
-                       real_col("exponent_high"), real_col("r2")});
-  CsvTable fits_time({text_col("sweep"), text_col("quantity"), real_col("exponent"), real_col("exponent_low"),
-                      real_col("exponent_high"), real_col("r2")});
+  CsvTable fits_count(fit_columns({text_col("sweep"), text_col("quantity")}));
+  CsvTable fits_time(fit_columns({text_col("sweep"), text_col("quantity")}));
   double worst_time = 0, u7_time = 0, u7_mem = 0, u7_model = 0;
   std::string per_sweep;  // "L 1.02, k 1.07, d 0.54" for the note
   bool mem_measured = true;
@@ -163,7 +162,7 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
     }
     const auto add = [&](CsvTable& t, const char* what, const std::vector<double>& xs, const std::vector<double>& y) {
       const PowerLawFit f = fit_power_law(xs, y);
-      t.add_row({sweep, what, f.slope, f.slope_interval.lower, f.slope_interval.upper, f.r_squared});
+      t.add_row(fit_row({sweep, what}, f));
       return f.slope;
     };
     add(fits_count, "multiply_adds", x, ops);

@@ -10,6 +10,7 @@
 #include "attnlab/qk/reparameterized_attention.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/fit_table.hpp"
 
 using namespace attnlab;
 
@@ -38,6 +39,9 @@ Shape sweep(bool quick, const ExperimentCli& cli) {
 
 constexpr const char* kCountsTable = "qk_attention_cost.csv";
 constexpr const char* kTimingTable = "qk_attention_cost_timing.csv";
+// The judge's power laws in n (n >= the shape's fit_from) of every count and every timing, drawn by the report.
+constexpr const char* kCountFitsTable = "qk_attention_cost_fits.csv";
+constexpr const char* kTimeFitsTable = "qk_attention_cost_fits_timing.csv";
 
 // Counts for the shard's share of n; the timings of every n (timing sweep 0) if that sweep falls to this
 // shard. Both tables in every shard.
@@ -95,22 +99,39 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
   if (counts.rows() == 0 || timing.rows() != counts.rows())
     throw std::runtime_error(fmt::format("{} has {} rows and {} has {}: one per n of the sweep in each expected",
                                          counts.path().string(), counts.rows(), timing.path().string(), timing.rows()));
-  std::vector<double> fit_n, fit_count, fit_time, fit_proj_time;
+  std::vector<std::size_t> fitted_rows;
   for (std::size_t i = 0; i < counts.rows(); ++i) {
     const std::int64_t n = counts.integer(i, "n");
     if (timing.integer(i, "n") != n)
       throw std::runtime_error(fmt::format("{}: row {} has n = {} where {} has n = {}", timing.path().string(), i + 1,
                                            timing.integer(i, "n"), counts.path().string(), n));
-    if (n >= shape.fit_from) {
-      fit_n.push_back(static_cast<double>(n));
-      fit_count.push_back(counts.real(i, "reparameterized_multiply_adds"));
-      fit_time.push_back(timing.real(i, "reparameterized_seconds"));
-      fit_proj_time.push_back(timing.real(i, "projection_only_seconds"));
-    }
+    if (n >= shape.fit_from) fitted_rows.push_back(i);
   }
-  const PowerLawFit by_count = fit_power_law(fit_n, fit_count);
-  const PowerLawFit by_time = fit_power_law(fit_n, fit_time);
-  const PowerLawFit proj = fit_power_law(fit_n, fit_proj_time);
+  // One fit per column of a table, over the rows with n >= fit_from, each written as a row of `fits`.
+  const auto fit_columns_of = [&](const TableReader& t, std::initializer_list<const char*> columns, CsvTable& fits) {
+    std::vector<PowerLawFit> out;
+    for (const char* column : columns) {
+      std::vector<double> x, y;
+      for (std::size_t i : fitted_rows) {
+        x.push_back(static_cast<double>(t.integer(i, "n")));
+        y.push_back(t.real(i, column));
+      }
+      out.push_back(fit_power_law(x, y));
+      fits.add_row(fit_row({column}, out.back()));
+    }
+    return out;
+  };
+  CsvTable count_fits(fit_columns({text_col("quantity")})), time_fits(fit_columns({text_col("quantity")}));
+  const std::vector<PowerLawFit> by_counts = fit_columns_of(
+      counts, {"factored_multiply_adds", "reparameterized_multiply_adds", "projection_only_multiply_adds", "softmax_exponentials"},
+      count_fits);
+  const std::vector<PowerLawFit> by_times =
+      fit_columns_of(timing, {"factored_seconds", "reparameterized_seconds", "projection_only_seconds"}, time_fits);
+  cli.write_table(count_fits, kCountFitsTable);
+  cli.write_table(time_fits, kTimeFitsTable);
+  const PowerLawFit& by_count = by_counts[1];  // reparameterized
+  const PowerLawFit& by_time = by_times[1];
+  const PowerLawFit& proj = by_times[2];
   const bool linear = by_count.slope <= kLinearExponentMax && by_time.slope_interval.lower <= kLinearExponentMax;
   const std::string note = fmt::format(
       "full attention output through (XU) diag(lambda) (XU)^T, n >= {}: counted multiply-adds ~ n^{:.3f}; median time ~ n^{:.2f} "

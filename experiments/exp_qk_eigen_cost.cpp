@@ -13,6 +13,7 @@
 #include "attnlab/qk/sym_eigen.hpp"
 #include "attnlab/lab/timing.hpp"
 #include "attnlab/lab/verdict.hpp"
+#include "attnlab/lab/fit_table.hpp"
 
 using namespace attnlab;
 
@@ -143,6 +144,7 @@ TimingPlan timing_plan(bool quick) {
 
 constexpr const char* kAccuracyTable = "qk_eigen_paths.csv";
 constexpr const char* kTimingTable = "qk_eigen_cost_timing.csv";
+constexpr const char* kFitsTable = "qk_eigen_cost_fits_timing.csv";  // the judge's fits, drawn by the report
 
 // Measures the shard's share of the accuracy sweep, and the timing sweep (timing sweep 0) whole if it
 // falls to this shard; writes both tables.
@@ -235,10 +237,12 @@ std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::file
 
   const TableReader timing(dir / kTimingTable);
   std::string fits;
+  CsvTable fit_table(fit_columns({text_col("path"), text_col("sweep")}));
   WorstByCondition lower_bounds;
   double qr_slope = 0;
   for (Path p : kPaths) {
     const PowerLawFit f = fit_path(timing, p, "d");
+    fit_table.add_row(fit_row({path_name(p), "d"}, f));
     if (p == Path::qr) qr_slope = f.slope;
     fits += fmt::format("{} path: time ~ d^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), f.slope, f.slope_interval.lower, f.slope_interval.upper);
     lower_bounds.add(path_name(p), fmt::format("the {} path", path_name(p)), f.slope_interval.lower);
@@ -246,8 +250,10 @@ std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::file
   const Eigen::Index fixed_d = timing_plan(cli.options().quick).fixed_d;
   for (Path p : {Path::lanczos, Path::qr}) {
     const PowerLawFit f = fit_path(timing, p, "d_k");
+    fit_table.add_row(fit_row({path_name(p), "d_k"}, f));
     fits += fmt::format("{} path at d = {}: time ~ d_k^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), fixed_d, f.slope, f.slope_interval.lower, f.slope_interval.upper);
   }
+  cli.write_table(fit_table, kFitsTable);
   Judgement j = judge_by_condition(lower_bounds, kLinearExponentMax);
   j.note = (j.note.empty() ? "" : j.note + " ") + fits +
            fmt::format("path checks: {} of {} applicable decompositions failed their residual/orthogonality/eigenvalue check (see {}).",

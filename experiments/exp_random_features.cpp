@@ -20,6 +20,7 @@
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
+#include "attnlab/lab/fit_table.hpp"
 
 using namespace attnlab;
 
@@ -295,7 +296,7 @@ ClaimRow judge_kernel(const ExperimentCli& cli, const std::filesystem::path& dir
 // U9 from rff_variance.csv: the exponent of the variance in D per (sigma, r), written to rff_variance_fit.csv.
 ClaimRow judge_variance(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kVarianceTable);
-  CsvTable vfit({real_col("sigma"), real_col("distance"), real_col("slope"), real_col("lower95"), real_col("upper95")});
+  CsvTable vfit(fit_columns({real_col("sigma"), real_col("distance")}));
   double worst_slope_dev = 0;
   std::string slopes;
   for (std::size_t begin = 0, end = 0; begin < t.rows(); begin = end) {
@@ -306,7 +307,7 @@ ClaimRow judge_variance(const ExperimentCli& cli, const std::filesystem::path& d
       y.push_back(t.real(end, "variance"));
     }
     const PowerLawFit fit = fit_power_law(x, y);
-    vfit.add_row({sigma, r, fit.slope, fit.slope_interval.lower, fit.slope_interval.upper});
+    vfit.add_row(fit_row({sigma, r}, fit));
     worst_slope_dev = std::max(worst_slope_dev, std::abs(fit.slope + 1));
     slopes += fmt::format("{}sigma {:g}: {:.3f} [{:.3f}, {:.3f}]", slopes.empty() ? "" : "; ", sigma, fit.slope,
                           fit.slope_interval.lower, fit.slope_interval.upper);

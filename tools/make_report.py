@@ -163,24 +163,28 @@ def describe_table(rows):
 
 # ---------------------------------------------------------------- figures
 
-def power_fit(points):
-    """Least squares of log y on log x: (slope, half-width of its 95% Student-t interval, intercept)."""
-    pts = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y > 0]
-    n = len(pts)
-    if n < 2:
-        return None
-    mx = sum(p[0] for p in pts) / n
-    my = sum(p[1] for p in pts) / n
-    sxx = sum((p[0] - mx) ** 2 for p in pts)
-    if sxx == 0:
-        return None
-    slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
-    icept = my - slope * mx
-    half = float("nan")
-    if n > 2:
-        s2 = sum((p[1] - icept - slope * p[0]) ** 2 for p in pts) / (n - 2)
-        half = t975(n - 2) * math.sqrt(s2 / sxx)
-    return slope, half, icept
+FIT_COLUMNS = ["x_min", "x_max", "slope", "lower95", "upper95", "intercept"]
+
+
+def same_cell(a, b):
+    """Two CSV cells name the same value: equal as numbers where both are numbers ("1" and "1.0"), else as text."""
+    fa, fb = as_float(a), as_float(b)
+    return fa == fb if fa is not None and fb is not None else str(a) == str(b)
+
+
+def fit_for(fit_spec, fit_rows, values):
+    """The row of the experiment's fits table (written by its C++ judge: lab/fit_table.hpp) that a series is drawn
+    with: the row whose columns equal fit_spec["match"], each a format string over the series' own values (its
+    series columns, and "col", the y column), e.g. {"quantity": "median_seconds_{precision}"}. Returns (row, None)
+    or (None, why): a series without exactly one fit row is an error in the spec or the run, never redrawn here."""
+    want = {k: str(v).format(**values) for k, v in fit_spec.get("match", {}).items()}
+    found = [r for r in fit_rows if all(k in r and same_cell(r[k], v) for k, v in want.items())]
+    if len(found) != 1:
+        return None, f"{len(found)} rows of `{fit_spec['csv']}` match {want} (one expected)"
+    missing = [c for c in FIT_COLUMNS if as_float(found[0].get(c)) is None]
+    if missing:
+        return None, f"`{fit_spec['csv']}` has no number in {', '.join(missing)}"
+    return {c: as_float(found[0][c]) for c in FIT_COLUMNS}, None
 
 
 def aggregate(values, how):
@@ -249,8 +253,9 @@ def with_also(fig, rows, results, table):
     return out
 
 
-def build_figure(fig, rows, out_svg, gnuplot):
-    """Draws one figure; returns (caption notes, None) or (None, reason it was skipped)."""
+def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
+    """Draws one figure; returns (caption notes, None) or (None, reason it was skipped). A figure with "fit" draws,
+    for each series, the power law its experiment's judge fitted (fit_rows: that fits table's rows)."""
     ys = fig["y"] if isinstance(fig["y"], list) else [fig["y"]]
     ys = [y if isinstance(y, dict) else {"col": y} for y in ys]
     series_cols = fig.get("series", [])
@@ -271,7 +276,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     cats = sorted(set(xs_raw)) if categorical else []
     how = fig.get("aggregate", "none")
     # series -> list of (x, y, lo, hi)
-    series, order = {}, []
+    series, order, values_of = {}, [], {}
     replicates = set()  # mean_t95: how many rows each point averages
     for y in ys:
         groups = {}
@@ -302,6 +307,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
                 label = (y.get("label", y.get("col", "")) + (f" ({label})" if label else ""))
             series[label] = pts
             order.append(label)
+            values_of[label] = {**dict(zip(series_cols, key)), "col": y.get("col", "")}
     n_series = len(order)
 
     def jitter_of(label):
@@ -319,7 +325,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     ally = [p[1] for pts in series.values() for p in pts]
     if not ally:
         return None, "no finite values to draw"
-    power = fig.get("fit") == "power"
+    power = "fit" in fig
     logx = not categorical and decide_log(fig.get("logx", "auto"), allx, power, x_axis=True)
     logy = decide_log(fig.get("logy", "auto"), ally, power)
     notes = []
@@ -393,7 +399,7 @@ def build_figure(fig, rows, out_svg, gnuplot):
     if categorical:
         lines.append(f"set xrange [-0.5:{len(cats) - 0.5}]")
         lines.append("set xtics (" + ", ".join(f"{gp_str(c)} {i}" for i, c in enumerate(cats)) + ") noenhanced")
-    plots, bands, data, fits, fit_range = [], [], [], [], ""
+    plots, bands, data, fits = [], [], [], []
     for i, label in enumerate(order):
         pts = series[label]
         if not pts:
@@ -418,32 +424,27 @@ def build_figure(fig, rows, out_svg, gnuplot):
             pt = [4, 6, 8, 1, 2, 3, 10, 12, 14][i % 9]
             plots.append(f"{block} using 1:2 with {style} {color} pt {pt} ps {max(1.5 - 0.15 * i, 0.6):.2f} "
                          f"title {gp_str(label)}")
-        if fig.get("fit") == "power":
-            lo_x = fig.get("fit_min_x", -math.inf)
-            if lo_x == "upper_half":  # the larger half of the sizes, where fixed costs no longer dominate
-                xs_s = sorted({x for x, _, _, _ in pts})
-                lo_x = xs_s[len(xs_s) // 2] if len(xs_s) > 1 else -math.inf
-            fit = power_fit([(x, y) for x, y, _, _ in pts if x >= lo_x])
-            if fit:
-                slope, half, icept = fit
-                pm = f" ± {half:.2f}" if math.isfinite(half) else ""
-                # Drawn over the fitted points' range only, not extrapolated across the plot.
-                fx = [x for x, _, _, _ in pts if x >= lo_x]
-                plots.append(f"(x >= {min(fx)!r} && x <= {max(fx)!r} ? exp({icept!r}) * x**{slope!r} : 1/0) "
-                             f"with lines {color} dt 2 lw 1.5 title {gp_str(f'fit {label}: slope {slope:.2f}{pm}')}")
-                fits.append(f"{label} {slope:.2f}{pm}")
-                fit_range = f", x ≥ {fmt_num(min(fx))}" if lo_x > -math.inf else ""
+        if "fit" in fig:
+            f, why = fit_for(fig["fit"], fit_rows or [], values_of[label])
+            if why:
+                return None, f"series {label}: {why}"
+            ci = f" [{f['lower95']:.2f}, {f['upper95']:.2f}]"
+            # Drawn over the fitted points' range only (x_min..x_max as the judge fitted), not extrapolated.
+            title = f"fit {label}: slope {f['slope']:.2f}{ci}"
+            plots.append(f"(x >= {f['x_min']!r} && x <= {f['x_max']!r} ? exp({f['intercept']!r}) * x**{f['slope']!r} : 1/0) "
+                         f"with lines {color} dt 2 lw 1.5 title {gp_str(title)}")
+            fits.append(f"{label} {f['slope']:.2f}{ci} (x {fmt_num(f['x_min'])} to {fmt_num(f['x_max'])})")
     if zeros:
         data.append("$zeros << EOD")
         data += [f"{x!r} {y!r}" for x, y in zeros]
         data.append("EOD")
         plots.append(f"$zeros using 1:2 with points lc rgb 'black' pt 6 ps 1.2 title {gp_str(f'value 0 (drawn at {floor:.0e})')}")
     if fits:
-        notes.append("Fitted slopes (least squares on logs, 95% Student-t interval"
-                     + fit_range + "): " + "; ".join(fits))
+        notes.append(f"Fitted slopes, as the experiment's judge fitted them (`{fig['fit']['csv']}`: least squares on "
+                     "logs, 95% Student-t interval, over the x range given): " + "; ".join(fits))
     for ref in fig.get("refs", []):
         plots.append(f"{ref['expr']} with lines lc rgb '#555555' dt {ref.get('dt', 3)} lw 1.2 title {gp_str(ref['label'])}")
-    if fig.get("fit") == "power" or fig.get("refs"):
+    if "fit" in fig or fig.get("refs"):
         lines.append("set samples 400")
     if not plots:
         return None, "no drawable points"
@@ -497,8 +498,9 @@ READING = """\
 - **Figures** show what the verdict summarises. Where a caption says so, a point is the worst (max) or median over
   the rows sharing its x and series. Log axes are used where values span decades; an exact 0 cannot sit on a log
   axis, so such points are drawn as open circles on a floor below the data and counted in the caption. Dashed
-  lines are least-squares power laws fitted on log–log axes, their slopes (with 95% Student-t intervals) in the
-  legend; grey dotted or dashed lines are thresholds or the claimed relation.
+  lines are the least-squares power laws the experiment fitted on log–log axes to judge the claim, read from its
+  fits table (named in the caption) and drawn over the points it fitted; their slopes (with 95% Student-t
+  intervals) are in the legend; grey dotted or dashed lines are thresholds or the claimed relation.
 """
 
 
@@ -566,8 +568,15 @@ def main():
         if not any(c in by_id for c in claims):
             skipped.append((fig, "none of its claims is in the ledger"))
             continue
+        fit_rows = None
+        if "fit" in fig:
+            fit_path = os.path.join(results, fig["fit"]["csv"])
+            if not os.path.isfile(fit_path):
+                skipped.append((fig, f"its fits `{fig['fit']['csv']}` are not in this run"))
+                continue
+            fit_rows = table(fit_path)
         out = os.path.join(fig_dir, fig["name"] + ".svg")
-        notes, why = build_figure(fig, with_also(fig, table(path), results, table), out, args.gnuplot)
+        notes, why = build_figure(fig, with_also(fig, table(path), results, table), out, args.gnuplot, fit_rows)
         if why:
             skipped.append((fig, why))
             continue

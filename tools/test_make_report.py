@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks make_report.py's mean-with-interval figures (issue 14: test accuracy against epoch, one line per method,
-the 95% interval across seeds shaded) on a small synthetic table in a temporary directory, never in results/.
+the 95% interval across seeds shaded) on a small synthetic table in a temporary directory, never in results/; and
+that a fitted line is the one the experiment's judge wrote into its fits table (issue 13 item 5), never refitted.
 
 usage: tools/test_make_report.py [--gnuplot gnuplot] [--keep]
 """
@@ -180,6 +181,33 @@ def main():
         report = run_report(none, args.gnuplot)
         check(re.search(r"`u17_accuracy_vs_epoch` \(U17\): `vit_training_epochs.csv` is not in this run", report) is not None,
               "a missing training table is not reported under 'Figures not drawn'")
+        # Fitted lines: drawn from the fits table's numbers (not refitted from the points: the points below lie
+        # on slope 2, the table says 1.5), over its x range; a series without its fit row skips the figure.
+        fig = next(f for f in spec["figures"] if f["name"] == "u7_time_vs_n")
+        points = [{"sweep": "n", "precision": p, "n": str(n), "median_seconds": repr(1e-6 * n * n)}
+                  for p in ("double", "float") for n in (512, 1024, 2048, 4096)]
+        fit_rows = [{"sweep": "n", "quantity": f"median_seconds_{p}", "points": "4", "x_min": "512", "x_max": "4096",
+                     "slope": "1.5", "lower95": "1.25", "upper95": "1.75", "intercept": repr(math.log(3e-6)), "r2": "0.99"}
+                    for p in ("double", "float")]
+        scripts.clear()
+        make_report.subprocess.run = capture
+        try:
+            notes, why = make_report.build_figure(fig, points, os.path.join(tmp, "fit.svg"), args.gnuplot, fit_rows)
+        finally:
+            make_report.subprocess.run = real_run
+        check(why is None, f"the fit figure was skipped: {why}")
+        if why is None:
+            script = scripts[-1]
+            drawn = re.findall(r"\(x >= ([^ ]+) && x <= ([^ ]+) \? exp\(([^)]+)\) \* x\*\*([^ ]+) : 1/0\)", script)
+            check(len(drawn) == 2, f"{len(drawn)} fitted lines drawn, expected one per precision (2)")
+            for lo, hi, icept, slope in drawn:
+                check((float(lo), float(hi), float(slope)) == (512.0, 4096.0, 1.5) and
+                      abs(float(icept) - math.log(3e-6)) < 1e-15, f"line ({lo}, {hi}, {icept}, {slope}) is not the table's")
+            check(any("double 1.50 [1.25, 1.75] (x 512 to 4096)" in n for n in notes),
+                  "the caption does not quote the table's slope, interval and range")
+        notes, why = make_report.build_figure(fig, points, os.path.join(tmp, "fit2.svg"), args.gnuplot, fit_rows[:1])
+        check(notes is None and why is not None and "float" in why and "0 rows" in why,
+              f"a series without its fit row was not refused: {why}")
     finally:
         if args.keep:
             print("kept", tmp)
@@ -188,7 +216,7 @@ def main():
     if FAILURES:
         print(f"test_make_report: {len(FAILURES)} failure(s)")
         sys.exit(1)
-    print("test_make_report: the mean-with-interval figure is sound")
+    print("test_make_report: the mean-with-interval figure and the judge-fitted lines are sound")
 
 
 if __name__ == "__main__":

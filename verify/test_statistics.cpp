@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attnlab/core/rng.hpp"
+#include "attnlab/lab/fit_table.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "support.hpp"
@@ -51,6 +52,28 @@ TEST_CASE("power-law fits recover exact exponents and cover the true one under n
   CHECK_THROWS_AS(fit_power_law({1, 2}, {1, 2}), std::invalid_argument);
   CHECK_THROWS_AS(fit_power_law({1, 2, 3}, {1, 0, 2}), std::invalid_argument);
   CHECK_THROWS_AS(fit_power_law({2, 2, 2}, {1, 2, 3}), std::invalid_argument);
+}
+
+TEST_CASE("a fit's table row: its x range, slope, interval and intercept, in fit_columns' order") {
+  // Unsorted x: the range is the fitted points' min and max of x itself, not of log x.
+  const PowerLawFit fit = fit_power_law({8, 1, 4, 2}, {192, 3, 48, 12.5});
+  CHECK(fit.x_min == 1);
+  CHECK(fit.x_max == 8);
+  const std::vector<Column> columns = fit_columns({text_col("method")});
+  std::vector<std::string> names;
+  for (const Column& c : columns) names.push_back(c.name);
+  CHECK(names == std::vector<std::string>{"method", "points", "x_min", "x_max", "slope", "lower95", "upper95", "intercept", "r2"});
+  const std::vector<Cell> row = fit_row({"exact"}, fit);
+  REQUIRE(row.size() == columns.size());
+  CHECK(std::get<std::int64_t>(row[1].value()) == 4);
+  CHECK(std::get<double>(row[4].value()) == fit.slope);
+  CHECK(std::get<double>(row[5].value()) == fit.slope_interval.lower);
+  CHECK(std::get<double>(row[6].value()) == fit.slope_interval.upper);
+  CHECK(std::get<double>(row[7].value()) == fit.intercept);
+  CsvTable table(columns);
+  table.add_row(row);  // the types agree with the columns
+  // Columns named 95 hold only a 95% interval.
+  CHECK_THROWS_AS(fit_cells(fit_power_law({1, 2, 4}, {1, 4, 17}, 0.9)), std::invalid_argument);
 }
 
 TEST_CASE("medians of odd and even counts") {

@@ -46,6 +46,9 @@ PowerLawFit fit_line(const std::vector<double>& x, const std::vector<double>& y,
   if (sxx == 0) throw std::invalid_argument("fit_line: all x are equal");
   PowerLawFit fit;
   fit.points = n;
+  fit.confidence = confidence;
+  fit.x_min = *std::min_element(x.begin(), x.end());
+  fit.x_max = *std::max_element(x.begin(), x.end());
   fit.slope = sxy / sxx;
   fit.intercept = my - fit.slope * mx;
   double sse = 0;
@@ -73,7 +76,10 @@ PowerLawFit fit_power_law(const std::vector<double>& x, const std::vector<double
     ly[i] = std::log(y[i]);
   }
   try {
-    return fit_line(lx, ly, confidence);
+    PowerLawFit fit = fit_line(lx, ly, confidence);
+    fit.x_min = *std::min_element(x.begin(), x.end());
+    fit.x_max = *std::max_element(x.begin(), x.end());
+    return fit;
   } catch (const std::invalid_argument&) {
     throw std::invalid_argument("fit_power_law: all x are equal");
   }

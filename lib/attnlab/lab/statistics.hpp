@@ -24,6 +24,8 @@ struct PowerLawFit {
   Interval slope_interval;     // at `confidence`
   double r_squared = 0;
   std::size_t points = 0;
+  double confidence = 0.95;    // of slope_interval
+  double x_min = 0, x_max = 0;  // the fitted points' range of x (of x itself, not its logarithm, for a power law)
 };
 
 // Needs at least 3 points with x, y > 0 and two distinct x; throws std::invalid_argument otherwise.
