@@ -47,12 +47,13 @@ std::vector<std::vector<std::string>> untimed_cells(const std::filesystem::path&
     keep.push_back(!(h.find("second") != std::string::npos || h.ends_with("_s") || h.find("per_s") != std::string::npos ||
                      h.find("gflop") != std::string::npos || h.find("time") != std::string::npos ||
                      h.find("rate") != std::string::npos || h.find("speed") != std::string::npos ||
-                     // Derived from times as well: repeats chosen from a first timing, exponents fitted to
-                     // times with their intervals and fit quality, the resident set's measured peak (as
+                     // Derived from times as well: repeats chosen from a first timing, exponents (slopes)
+                     // fitted to times with their intervals, intercepts and fit quality, the resident set's measured peak (as
                      // noisy as a time), and which method was fastest or faster (qk_merge_timing's
                      // factored_faster flips between runs when the two times are close).
                      h == "repeats" || h.find("exponent") != std::string::npos || h.ends_with("95") ||
-                     h == "r2" || h.find("peak") != std::string::npos || h == "fastest" ||
+                     h == "r2" || h == "slope" || h == "intercept" ||  // and a timing fit's (lab/fit_table.hpp)
+                     h.find("peak") != std::string::npos || h == "fastest" ||
                      h.ends_with("_faster") ||
                      h == "threads"));  // the whole run uses 2 threads, the shards 1
   for (auto& r : rows) {
