@@ -617,7 +617,9 @@ Origin judged_origin(const ExperimentCli& cli, const fs::path& dir) {
   }
   const fs::path checkpoints = dir / "checkpoints";
   const CheckpointInfo info = read_checkpoint_info(checkpoints / "exact");
-  return {info.config, fmt::format("checkpoints {} (exp_vit_training, seed {}, {} steps)", checkpoints.string(),
+  // Named as the ledger names evidence (relative to the repository root when inside it), not as the run
+  // spelled its --out ("./.results.staging.X/checkpoints" under run_experiments.sh).
+  return {info.config, fmt::format("checkpoints {} (exp_vit_training, seed {}, {} steps)", cli.evidence_path("checkpoints"),
                                    info.config.seed, info.step)};
 }
 
