@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Turns results/bench_attention.csv (and bench_r7.csv, bench_vit.csv, bench_vit_torch.csv) into
 results/bench_attention.md, a table of ratios against PyTorch and shares of the measured GEMM rate with
-issue 6's and issue 14's targets judged, and results/bench_attention.svg, GFLOP/s against n (plain SVG,
-no dependencies). With --readme, the targets table also replaces the README's bench_report block.
+issue 6's and issue 14's targets judged, and two figures of GFLOP/s against n with the GEMM ceiling, one per
+sweep (results/bench_attention_grid.svg, results/bench_attention_long.svg; drawn by make_report.py's figure
+code with gnuplot). With --readme, the targets table also replaces the README's bench_report block.
 
 usage: tools/bench_report.py --results results
 """
@@ -13,6 +14,9 @@ import os
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_report  # noqa: E402 (tools/make_report.py, beside this script: the report's figure machinery)
+
 # Issue 6's targets, fixed here before any run.
 EXACT_SPEEDUP = 4.0        # exact vs torch at batch 32, heads 4, n 2048, d 64
 GEMM_SHARE = 0.5           # share of the GEMM rate: exact for n >= 1024, linear-elu/linformer/nystrom everywhere
@@ -20,7 +24,6 @@ STREAMING_PEAK_MIB = 64.0  # streaming at n 32768, d 64, batch * heads 1
 R7_SPEEDUP = 50.0          # low-rank eigen path vs dense at d 4096, d_k 64
 VIT_GEMM_SHARE = 0.30      # issue 14: ViT training (exact, float), counted training FLOP/s over the sgemm rate
 METHODS = ["exact", "streaming", "linear-elu", "linformer", "nystrom"]  # attention/registry.hpp's names
-COLOURS = {"exact": "#1f77b4", "streaming": "#17becf", "linear-elu": "#2ca02c", "linformer": "#d62728", "nystrom": "#9467bd"}
 
 
 def read(path):
@@ -149,54 +152,53 @@ def table(ours, torch):
     return out
 
 
-def svg(ours, torch, gemm):
-    """GFLOP/s against n on log-log axes: the b32 h4 grid at d 64 and the long sequences (b1 h1, d 64)."""
-    w, h, left, right, top, bottom = 760, 460, 70, 170, 30, 50
-    pts = [(k, r, impl) for impl, rows in (("attnlab", ours), ("torch", torch)) for k, r in rows.items() if k[4] == 64]
-    if not pts:
-        return None
-    xs = [k[3] for k, _, _ in pts]
-    ys = [float(r["gflops"]) for _, r, _ in pts] + [gemm]
-    x0, x1 = math.log2(min(xs)), math.log2(max(xs))
-    y0, y1 = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
-    x1 = max(x1, x0 + 1)
-    y1 = max(y1, y0 + 1)
-    px = lambda n: left + (math.log2(n) - x0) / (x1 - x0) * (w - left - right)
-    py = lambda g: top + (y1 - math.log10(g)) / (y1 - y0) * (h - top - bottom)
-    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
-         f'<rect width="{w}" height="{h}" fill="white"/>',
-         f'<text x="{left}" y="18">GFLOP/s (counted) against n, d = 64; solid: attnlab, dashed: torch; '
-         f'filled: batch 32 x heads 4, open: batch x heads = 1</text>']
-    for e in range(int(y0), int(y1) + 1):
-        y = py(10 ** e)
-        o.append(f'<line x1="{left}" x2="{w - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        o.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{10 ** e:g}</text>')
-    for e in range(int(x0), int(math.ceil(x1)) + 1):
-        x = px(2 ** e)
-        o.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{h - bottom}" stroke="#eee"/>')
-        o.append(f'<text x="{x:.1f}" y="{h - bottom + 16}" text-anchor="middle">{2 ** e}</text>')
-    o.append(f'<text x="{(left + w - right) / 2}" y="{h - 12}" text-anchor="middle">n (log scale)</text>')
-    yg = py(gemm)
-    o.append(f'<line x1="{left}" x2="{w - right}" y1="{yg:.1f}" y2="{yg:.1f}" stroke="black" stroke-dasharray="2,3"/>')
-    o.append(f'<text x="{w - right + 4}" y="{yg + 4:.1f}">sgemm {gemm:.0f}</text>')
-    ly = top + 10
-    for m in METHODS:
-        for impl, dash in (("attnlab", ""), ("torch", ' stroke-dasharray="6,4"')):
-            for grid in (True, False):
-                series = sorted((k[3], float(r["gflops"])) for k, r, i in pts if k[0] == m and i == impl and (k[1] * k[2] > 1) == grid)
-                if not series:
-                    continue
-                path = " ".join(f"{px(n):.1f},{py(g):.1f}" for n, g in series)
-                o.append(f'<polyline points="{path}" fill="none" stroke="{COLOURS[m]}" stroke-width="1.8"{dash}/>')
-                fill = COLOURS[m] if grid else "white"
-                for n, g in series:
-                    o.append(f'<circle cx="{px(n):.1f}" cy="{py(g):.1f}" r="3" fill="{fill}" stroke="{COLOURS[m]}"/>')
-            if any(k[0] == m and i == impl for k, _, i in pts):
-                o.append(f'<line x1="{w - right + 10}" x2="{w - right + 40}" y1="{ly}" y2="{ly}" stroke="{COLOURS[m]}" stroke-width="1.8"{dash}/>')
-                o.append(f'<text x="{w - right + 45}" y="{ly + 4}">{m} ({impl})</text>')
-                ly += 16
-    o.append("</svg>")
-    return "\n".join(o) + "\n"
+# One panel per sweep of bench_attention (issue 17), drawn with the report's own figure machinery
+# (make_report.build_figure: gnuplot, legend below the plot area, colour-blind-safe colours).
+PANELS = ["bench_attention_grid.svg", "bench_attention_long.svg"]
+
+
+def panels(rows):
+    """[(file, filter, what)] for the sweeps present: the batched grid (batch x heads > 1) at its largest d, and the
+    long sequences (batch x heads = 1). A quick run's grid is smaller (batch 2 x heads 2, d 32), not absent."""
+    out = []
+    grid = [r for r in rows if int(r["batch"]) * int(r["heads"]) > 1]
+    if grid:
+        d = max(int(r["d"]) for r in grid)
+        shapes = sorted({(int(r["batch"]), int(r["heads"])) for r in grid})
+        flt = {"batch": sorted({str(b) for b, _ in shapes}), "heads": sorted({str(h) for _, h in shapes}), "d": str(d)}
+        out.append((PANELS[0], flt, ", ".join(f"batch {b} x heads {h}" for b, h in shapes) + f", d {d}"))
+    long = [r for r in rows if int(r["batch"]) * int(r["heads"]) == 1]
+    if long:
+        ds = sorted({int(r["d"]) for r in long})
+        out.append((PANELS[1], {"batch": "1", "heads": "1"},
+                    "long sequences, batch x heads 1, d " + ", ".join(map(str, ds))))
+    return out
+
+
+def figures(rows, results, gnuplot):
+    """Draws panels(rows) into `results` (each through a temporary file, then renamed); returns [(file, what)]."""
+    gemm = float(rows[0]["gemm_gflops"])
+    drawn = []
+    for name, flt, what in panels(rows):
+        fig = {"name": name, "x": "n", "y": {"col": "gflops"}, "series": ["method", "impl"], "filter": flt,
+               "logx": True, "logy": True, "style": "linespoints", "xlabel": "n (sequence length)",
+               "ylabel": "GFLOP/s (counted operations / median time)",
+               "title": f"attention forward, float, {rows[0]['threads']} threads: {what}",
+               # The ceiling every kernel is measured against: the sgemm rate of this same run.
+               "refs": [{"expr": repr(gemm), "label": f"GEMM ceiling: sgemm {gemm:.0f} GFLOP/s (same run)", "dt": 2}]}
+        fd, tmp = tempfile.mkstemp(dir=results, prefix=".bench_report.", suffix=".svg")
+        os.close(fd)
+        try:
+            _, why = make_report.build_figure(fig, rows, tmp, gnuplot)
+            if why:
+                raise SystemExit(f"bench_report.py: {name} not drawn: {why}")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, os.path.join(results, name))
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        drawn.append((name, what))
+    return drawn
 
 
 def update_readme(path, target_lines, first, vit=()):
@@ -218,6 +220,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", required=True, help="directory holding bench_attention.csv")
     ap.add_argument("--readme", help="README whose bench_report markers get the target table")
+    ap.add_argument("--gnuplot", default="gnuplot", help="gnuplot executable for the figures (default: gnuplot)")
     args = ap.parse_args()
     path = os.path.join(args.results, "bench_attention.csv")
     try:
@@ -260,7 +263,8 @@ def main():
     md += targets(ours, torch, r7) + vit_targets(vit, vit_torch)
     if not torch:
         md += ["", "No torch rows: the PyTorch peer did not run (python3-torch missing), so no ratio against it."]
-    md += ["", "## Every configuration", ""] + table(ours, torch) + ["", "![GFLOP/s against n](bench_attention.svg)", ""]
+    md += ["", "## Every configuration", ""] + table(ours, torch) + [""]
+    md += [f"![GFLOP/s against n: {what}]({name})" for name, _, what in panels(rows)] + [""]
     if vit:
         md += ["## ViT training (issue 14)", "",
                "The exact-softmax ViT of `vit_spec.md` (n 196, D 64, 4 heads, 2 blocks, MLP 128), float, one training step "
@@ -279,9 +283,7 @@ def main():
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     if args.readme:
         update_readme(args.readme, md[md.index("## Targets (issues 6 and 14)") + 2:md.index("## Every configuration")], first, vit)
-    figure = svg(ours, torch, gemm)
-    if figure:
-        write_atomically(os.path.join(args.results, "bench_attention.svg"), figure)
+    figures(rows, args.results, args.gnuplot)
     return 0
 
 
