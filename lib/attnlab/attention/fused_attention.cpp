@@ -28,7 +28,7 @@ struct Workspace {
 // zero accumulator, and the kernel is the plain two-pass softmax.
 template <typename T>
 void attend_query_block(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index i0, Eigen::Index b_q,
-                        Eigen::Index key_block, Workspace<T>& w, Mat<T>& out) {
+                        Eigen::Index key_block, Workspace<T>& w, Mat<T>& out, Vec<T>* lse) {
   const Eigen::Index n_k = k.rows();
   const Eigen::Index b_k = key_block > 0 ? std::min(key_block, n_k) : n_k;
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
@@ -50,12 +50,14 @@ void attend_query_block(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen
   }
   // pass 4: normalise; l_q >= 1 since the overall maximum's term is exactly exp(0).
   out.middleRows(i0, b_q).noalias() = (w.acc_vq * w.l_q.cwiseInverse().asDiagonal()).transpose();
+  // The backward's statistics: log of the normaliser relative to 0 (l_q >= 1, so the log is finite).
+  if (lse != nullptr) lse->segment(i0, b_q) = (w.m_q.array() + w.l_q.array().log()).matrix();
 }
 
 // out[h] for heads h < count, in parallel over (head, query block) pairs.
 template <typename T>
 void fused_heads(const Mat<T>* q, const Mat<T>* k, const Mat<T>* v, Mat<T>* out, Eigen::Index count,
-                 Eigen::Index key_block) {
+                 Eigen::Index key_block, Vec<T>* lse = nullptr) {
   const detail::RowBlocks blocks{q[0].rows(), kFusedQueryBlock};
   const Eigen::Index tasks = count * blocks.count();
 #pragma omp parallel
@@ -64,7 +66,8 @@ void fused_heads(const Mat<T>* q, const Mat<T>* k, const Mat<T>* v, Mat<T>* out,
 #pragma omp for schedule(dynamic)
     for (Eigen::Index t = 0; t < tasks; ++t) {
       const Eigen::Index h = t / blocks.count(), i = t % blocks.count();
-      attend_query_block(q[h], k[h], v[h], blocks.begin(i), blocks.length(i), key_block, w, out[h]);
+      attend_query_block(q[h], k[h], v[h], blocks.begin(i), blocks.length(i), key_block, w, out[h],
+                         lse != nullptr ? &lse[h] : nullptr);
     }
   }
 }
@@ -72,6 +75,127 @@ void fused_heads(const Mat<T>* q, const Mat<T>* k, const Mat<T>* v, Mat<T>* out,
 void check_key_block(Eigen::Index key_block) {
   if (key_block < 0)
     throw std::invalid_argument("fused_attention: key_block (= " + std::to_string(key_block) + ") must be >= 0");
+}
+
+// ---------------------------------------------------------------- backward
+
+// One head's inputs to the backward, and its gradients.
+template <typename T>
+struct BackwardHead {
+  const Mat<T>* q;
+  const Mat<T>* k;
+  const Mat<T>* v;
+  const Mat<T>* d_out;
+  const Vec<T>* lse;
+  Vec<T> delta;  // D_i = sum_c dO_ic O_ic
+  Mat<T>* dq;
+  Mat<T>* dk;
+  Mat<T>* dv;
+};
+
+// Per-thread buffers of the backward, reused from block pair to block pair.
+template <typename T>
+struct BackwardWorkspace {
+  Mat<T> q_dq;   // (d, b_q): the query block, scaled and transposed
+  Mat<T> do_dq;  // (d_v, b_q): the block's dO, transposed
+  Mat<T> p_kq;   // (b_k, b_q): P^T of the block pair
+  Mat<T> ds_kq;  // (b_k, b_q): dP^T, then in place dS^T
+};
+
+// P^T and dS^T of the key rows [j0, j0 + b_k) against the query block held in w.q_dq, w.do_dq (columns
+// [i0, i0 + b_q) of the transposed problem).
+template <typename T>
+void recompute_block(const BackwardHead<T>& h, Eigen::Index i0, Eigen::Index b_q, Eigen::Index j0, Eigen::Index b_k,
+                     BackwardWorkspace<T>& w) {
+  // S^T = K_j (Q_i^T / sqrt(d)); P^T = exp(S^T - lse_i), column c shifted by lse(i0 + c). lse_i is at least
+  // the row's maximum score, so every exponent is <= 0 (up to rounding) and exp cannot overflow.
+  w.p_kq.noalias() = h.k->middleRows(j0, b_k) * w.q_dq;
+  w.p_kq = (w.p_kq.array().rowwise() - h.lse->segment(i0, b_q).transpose().array()).exp().matrix();
+  // dP^T = V_j dO_i^T; dS^T = P^T o (dP^T - D_i), D_i down the columns.
+  w.ds_kq.noalias() = h.v->middleRows(j0, b_k) * w.do_dq;
+  w.ds_kq = (w.p_kq.array() * (w.ds_kq.array().rowwise() - h.delta.segment(i0, b_q).transpose().array())).matrix();
+}
+
+template <typename T>
+void load_query_block(const BackwardHead<T>& h, Eigen::Index i0, Eigen::Index b_q, T scale, BackwardWorkspace<T>& w) {
+  w.q_dq.noalias() = h.q->middleRows(i0, b_q).transpose() * scale;
+  w.do_dq.noalias() = h.d_out->middleRows(i0, b_q).transpose();
+}
+
+// Pass 1 for the key rows [j0, j0 + b_k): dV_j and dK_j over every query block, in order.
+template <typename T>
+void backward_key_block(const BackwardHead<T>& h, Eigen::Index j0, Eigen::Index b_k, T scale, BackwardWorkspace<T>& w) {
+  const detail::RowBlocks queries{h.q->rows(), kBackwardQueryBlock};
+  auto dv = h.dv->middleRows(j0, b_k);
+  auto dk = h.dk->middleRows(j0, b_k);
+  dv.setZero();
+  dk.setZero();
+  for (Eigen::Index i = 0; i < queries.count(); ++i) {
+    const Eigen::Index i0 = queries.begin(i), b_q = queries.length(i);
+    load_query_block(h, i0, b_q, scale, w);
+    recompute_block(h, i0, b_q, j0, b_k, w);
+    dv.noalias() += w.p_kq * h.d_out->middleRows(i0, b_q);
+    dk.noalias() += w.ds_kq * h.q->middleRows(i0, b_q);
+  }
+  dk *= scale;  // S = Q K^T / sqrt(d): dK = dS^T Q / sqrt(d)
+}
+
+// Pass 2 for the query rows [i0, i0 + b_q): dQ_i over every key block, in order.
+template <typename T>
+void backward_query_block(const BackwardHead<T>& h, Eigen::Index i0, Eigen::Index b_q, T scale, BackwardWorkspace<T>& w) {
+  const detail::RowBlocks keys{h.k->rows(), kBackwardKeyBlock};
+  auto dq = h.dq->middleRows(i0, b_q);
+  dq.setZero();
+  load_query_block(h, i0, b_q, scale, w);
+  for (Eigen::Index j = 0; j < keys.count(); ++j) {
+    const Eigen::Index j0 = keys.begin(j), b_k = keys.length(j);
+    recompute_block(h, i0, b_q, j0, b_k, w);
+    dq.noalias() += w.ds_kq.transpose() * h.k->middleRows(j0, b_k);
+  }
+  dq *= scale;  // dQ = dS K / sqrt(d)
+}
+
+// Every head's gradients, in parallel over (head, block) tasks: pass 0 per head, pass 1 over key blocks,
+// pass 2 over query blocks.
+template <typename T>
+void backward_heads(std::vector<BackwardHead<T>>& heads, const Mat<T>* out) {
+  const auto count = static_cast<Eigen::Index>(heads.size());
+  const detail::RowBlocks queries{heads[0].q->rows(), kBackwardQueryBlock}, keys{heads[0].k->rows(), kBackwardKeyBlock};
+  const T scale = T(1) / std::sqrt(static_cast<T>(heads[0].q->cols()));
+#pragma omp parallel
+  {
+    BackwardWorkspace<T> w;
+#pragma omp for schedule(static)
+    for (Eigen::Index h = 0; h < count; ++h)
+      heads[h].delta = heads[h].d_out->cwiseProduct(out[h]).rowwise().sum();
+    // (the implicit barrier of omp for: every D is ready before pass 1)
+#pragma omp for schedule(dynamic)
+    for (Eigen::Index t = 0; t < count * keys.count(); ++t) {
+      const Eigen::Index h = t / keys.count(), j = t % keys.count();
+      backward_key_block(heads[h], keys.begin(j), keys.length(j), scale, w);
+    }
+#pragma omp for schedule(dynamic)
+    for (Eigen::Index t = 0; t < count * queries.count(); ++t) {
+      const Eigen::Index h = t / queries.count(), i = t % queries.count();
+      backward_query_block(heads[h], queries.begin(i), queries.length(i), scale, w);
+    }
+  }
+}
+
+template <typename T>
+void check_backward_shapes(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& out, const Vec<T>& lse,
+                           const Mat<T>& d_out) {
+  detail::check_attention_shapes("fused_attention_backward", q, k, v);
+  const auto shape = [](const Mat<T>& m) { return std::to_string(m.rows()) + " x " + std::to_string(m.cols()); };
+  if (out.rows() != q.rows() || out.cols() != v.cols())
+    throw std::invalid_argument("fused_attention_backward: out is " + shape(out) + "; the forward's is " +
+                                std::to_string(q.rows()) + " x " + std::to_string(v.cols()));
+  if (d_out.rows() != out.rows() || d_out.cols() != out.cols())
+    throw std::invalid_argument("fused_attention_backward: d_out is " + shape(d_out) + " but out is " + shape(out));
+  if (lse.size() != q.rows())
+    throw std::invalid_argument("fused_attention_backward: lse has " + std::to_string(lse.size()) + " entries for " +
+                                std::to_string(q.rows()) + " queries");
+  if (!lse.allFinite()) throw std::invalid_argument("fused_attention_backward: lse has a non-finite entry");
 }
 
 }  // namespace
@@ -96,6 +220,56 @@ HeadStack<T> fused_attention(const HeadStack<T>& q, const HeadStack<T>& k, const
   return out;
 }
 
+template <typename T>
+Mat<T> fused_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index key_block, Vec<T>& lse) {
+  detail::check_attention_shapes("fused_attention", q, k, v);
+  check_key_block(key_block);
+  Mat<T> out(q.rows(), v.cols());
+  lse.resize(q.rows());
+  fused_heads(&q, &k, &v, &out, 1, key_block, &lse);
+  return out;
+}
+
+template <typename T>
+AttentionGradients<T> fused_attention_backward(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& out,
+                                               const Vec<T>& lse, const Mat<T>& d_out) {
+  check_backward_shapes(q, k, v, out, lse, d_out);
+  AttentionGradients<T> g{Mat<T>(q.rows(), q.cols()), Mat<T>(k.rows(), k.cols()), Mat<T>(v.rows(), v.cols())};
+  std::vector<BackwardHead<T>> heads{{&q, &k, &v, &d_out, &lse, {}, &g.dq, &g.dk, &g.dv}};
+  backward_heads(heads, &out);
+  return g;
+}
+
+template <typename T>
+StackGradients<T> fused_attention_backward(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                                           const HeadStack<T>& out, const std::vector<Vec<T>>& lse,
+                                           const HeadStack<T>& d_out) {
+  detail::check_same_heads(q, k, v);
+  if (out.count() != q.count() || d_out.count() != q.count() || static_cast<Eigen::Index>(lse.size()) != q.count())
+    throw std::invalid_argument("fused_attention_backward: out, d_out and lse must have one entry per head of Q (" +
+                                std::to_string(q.count()) + ")");
+  for (Eigen::Index h = 0; h < q.count(); ++h) check_backward_shapes(q[h], k[h], v[h], out[h], lse[h], d_out[h]);
+  StackGradients<T> g{HeadStack<T>(q.batch(), q.heads(), q.n(), q.d()), HeadStack<T>(k.batch(), k.heads(), k.n(), k.d()),
+                      HeadStack<T>(v.batch(), v.heads(), v.n(), v.d())};
+  std::vector<BackwardHead<T>> heads;
+  for (Eigen::Index h = 0; h < q.count(); ++h)
+    heads.push_back({&q[h], &k[h], &v[h], &d_out[h], &lse[static_cast<std::size_t>(h)], {}, &g.dq[h], &g.dk[h], &g.dv[h]});
+  backward_heads(heads, &out[0]);
+  return g;
+}
+
+template Mat<float> fused_attention(const Mat<float>&, const Mat<float>&, const Mat<float>&, Eigen::Index, Vec<float>&);
+template Mat<double> fused_attention(const Mat<double>&, const Mat<double>&, const Mat<double>&, Eigen::Index, Vec<double>&);
+template AttentionGradients<float> fused_attention_backward(const Mat<float>&, const Mat<float>&, const Mat<float>&,
+                                                            const Mat<float>&, const Vec<float>&, const Mat<float>&);
+template AttentionGradients<double> fused_attention_backward(const Mat<double>&, const Mat<double>&, const Mat<double>&,
+                                                             const Mat<double>&, const Vec<double>&, const Mat<double>&);
+template StackGradients<float> fused_attention_backward(const HeadStack<float>&, const HeadStack<float>&,
+                                                        const HeadStack<float>&, const HeadStack<float>&,
+                                                        const std::vector<Vec<float>>&, const HeadStack<float>&);
+template StackGradients<double> fused_attention_backward(const HeadStack<double>&, const HeadStack<double>&,
+                                                         const HeadStack<double>&, const HeadStack<double>&,
+                                                         const std::vector<Vec<double>>&, const HeadStack<double>&);
 template Mat<float> fused_attention(const Mat<float>&, const Mat<float>&, const Mat<float>&, Eigen::Index);
 template Mat<double> fused_attention(const Mat<double>&, const Mat<double>&, const Mat<double>&, Eigen::Index);
 template HeadStack<float> fused_attention(const HeadStack<float>&, const HeadStack<float>&, const HeadStack<float>&,

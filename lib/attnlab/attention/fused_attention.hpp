@@ -1,8 +1,11 @@
 // Fast exact softmax attention, fused per block of queries: Q K^T, vectorised exp and the product
 // with V in one pass over each block, never the n x n matrix; with a key block, the streaming form.
+// Beside it its backward (issue 17), FlashAttention-2 style: P recomputed block by block from the
+// forward's row statistics, so neither direction holds an n x n matrix.
 #pragma once
 
 #include <Eigen/Dense>
+#include <vector>
 
 #include "attnlab/core/head_stack.hpp"
 #include "attnlab/core/matrix.hpp"
@@ -31,5 +34,47 @@ Mat<T> fused_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen:
 template <typename T>
 HeadStack<T> fused_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                              Eigen::Index key_block = 0);
+
+// The same forward (bit for bit the same output), also writing what the backward needs: lse (n_q),
+// lse(i) = m_i + log l_i, the log of query i's softmax normaliser over its scaled scores (m_i their
+// maximum, l_i = sum_j exp(s_ij - m_i) >= 1), so that P_ij = exp(s_ij - lse_i) can be recomputed.
+template <typename T>
+Mat<T> fused_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index key_block, Vec<T>& lse);
+
+// Blocks of the backward: key blocks own dK and dV rows, query blocks own dQ rows.
+inline constexpr Eigen::Index kBackwardQueryBlock = 128;
+inline constexpr Eigen::Index kBackwardKeyBlock = 128;
+
+template <typename T>
+struct AttentionGradients {
+  Mat<T> dq, dk, dv;  // (n_q, d), (n_k, d), (n_k, d_v)
+};
+
+// Gradients of softmax(Q K^T / sqrt(d)) V given d_out = dL/d(out), from the forward's out and lse.
+// Shapes: q (n_q, d), k (n_k, d), v (n_k, d_v), out and d_out (n_q, d_v), lse (n_q).
+//   pass 0: D_i = sum_c dO_ic O_ic (= sum_j P_ij dP_ij: the softmax backward's row term).
+//   pass 1, per block of keys j (in parallel), over the query blocks i in order:
+//     S^T = K_j Q_i^T / sqrt(d), P^T = exp(S^T - lse_i) (every exponent <= 0 up to rounding: no overflow),
+//     dV_j += P^T dO_i, dP^T = V_j dO_i^T, dS^T = P^T o (dP^T - D_i), dK_j += dS^T Q_i / sqrt(d).
+//   pass 2, per block of queries i (in parallel), over the key blocks j in order:
+//     S^T and dS^T recomputed as in pass 1, dQ_i += dS_ij K_j / sqrt(d).
+// Each task owns the rows it writes and sums its blocks in a fixed order, so the gradients are bit for
+// bit the same for any thread count; memory beyond the inputs and gradients is two block x block
+// matrices per thread, never n_q x n_k. Pass 2 recomputes what pass 1 had (7 block products per block
+// pair instead of FlashAttention-2's 5) so that no two threads add into the same dQ rows.
+// Throws std::invalid_argument on mismatched shapes or a non-finite lse.
+template <typename T>
+AttentionGradients<T> fused_attention_backward(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& out,
+                                               const Vec<T>& lse, const Mat<T>& d_out);
+
+// Every head of a (batch, heads, n, d) stack: out and lse from the forward overload above per head.
+template <typename T>
+struct StackGradients {
+  HeadStack<T> dq, dk, dv;
+};
+template <typename T>
+StackGradients<T> fused_attention_backward(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                                           const HeadStack<T>& out, const std::vector<Vec<T>>& lse,
+                                           const HeadStack<T>& d_out);
 
 }  // namespace attnlab
