@@ -79,7 +79,7 @@ report: check-deps
 	python3 tools/make_report.py --results results --seed $(SEED)
 
 # The benchmark (issue 6): our kernels, then the PyTorch peer on the same configurations (skipped with a
-# message when Debian's python3-torch is missing), then the table and figure. BENCH_FLAGS=--quick for a smoke run.
+# message when Debian's python3-torch is missing), then the table and figures. BENCH_FLAGS=--quick for a smoke run.
 BENCH_THREADS ?= 2
 BENCH_FLAGS ?=
 # A quick benchmark never lands in the committed results (quick and full runs refuse each other's directory).

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
+#include <sys/resource.h>
 
 #include "attnlab/attention/fused_attention.hpp"
 #include "attnlab/attention/registry.hpp"
@@ -26,6 +28,10 @@ namespace {
 constexpr Eigen::Index kProjected = 64, kLandmarks = 64;
 // The registry's methods with a fast kernel, by its names; each timed in that kernel.
 const std::vector<std::string> kMethods = {"exact", "streaming", "linear-elu", "linformer", "nystrom"};
+// Exact attention's backward (fused_attention_backward: dQ, dK, dV from dO, out and lse), issue 17.
+const std::string kBackward = "exact-backward";
+constexpr Eigen::Index kLongestN = 131072;  // the streaming kernel's longest sequence
+constexpr int kLongestRepeats = 3;          // timed runs at kLongestN (the median of 3, after the warm-up)
 
 using Stack = HeadStack<float>;
 
@@ -41,14 +47,15 @@ struct Config {
     std::getline(in, c.method, ':');
     in >> c.batch >> sep[0] >> c.heads >> sep[1] >> c.n >> sep[2] >> c.d;
     if (!in || !in.eof() || c.batch < 1 || c.heads < 1 || c.n < 1 || c.d < 1 ||
-        std::find(kMethods.begin(), kMethods.end(), c.method) == kMethods.end())
+        (std::find(kMethods.begin(), kMethods.end(), c.method) == kMethods.end() && c.method != kBackward))
       throw CLI::ValidationError("--run-one", "'" + spec + "' is not METHOD:BATCH:HEADS:N:D");
     return c;
   }
 };
 
 // The report's grid (batch 32, heads 4) and long sequences with batch * heads = 1; every method
-// reaches n = 32768 (the fused exact kernel holds 64 x n scores per thread, not n x n).
+// reaches n = 32768 (the fused exact kernel holds 64 x n scores per thread, not n x n), and the streaming
+// kernel alone n = 131072 (issue 17's memory target; about 25 s a run here, so fewer repeats: kLongestRepeats).
 std::vector<Config> configurations(bool quick) {
   const Eigen::Index batch = quick ? 2 : 32, heads = quick ? 2 : 4;
   const std::vector<Eigen::Index> grid_n = quick ? std::vector<Eigen::Index>{128, 256}
@@ -62,6 +69,13 @@ std::vector<Config> configurations(bool quick) {
       for (const auto& m : kMethods) all.push_back({m, batch, heads, n, d});
   for (Eigen::Index n : long_n)
     for (const auto& m : kMethods) all.push_back({m, 1, 1, n, 64});
+  if (!quick) all.push_back({"streaming", 1, 1, kLongestN, 64});
+  // The backward at issue 17's sizes: the grid's n >= 1024 at d 64, and long sequences up to n = 32768
+  // (where O(n^2) memory would be 4 GiB a matrix).
+  for (Eigen::Index n : quick ? std::vector<Eigen::Index>{256} : std::vector<Eigen::Index>{1024, 2048})
+    all.push_back({kBackward, batch, heads, n, quick ? 32 : 64});
+  for (Eigen::Index n : quick ? std::vector<Eigen::Index>{1024} : std::vector<Eigen::Index>{4096, 32768})
+    all.push_back({kBackward, 1, 1, n, 64});
   return all;
 }
 
@@ -78,7 +92,10 @@ MethodParams params_at(Eigen::Index n) {
 
 // Counted floating-point operations of one head (2 per multiply-add of the registry's cost model;
 // streaming counts as exact: the same products).
+// The backward counts FlashAttention-2's five n x n x d products (S, dP, dV, dQ, dK), 10 n^2 d flops; its
+// second pass recomputes S and dP (seven products done), which the count does not credit.
 double counted_flops(const std::string& method, Eigen::Index n, Eigen::Index d) {
+  if (method == kBackward) return 10.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d);
   return 2 * attention_method(method).cost(params_at(n), n, d, sizeof(float)).multiply_adds;
 }
 
@@ -88,9 +105,18 @@ Stack gaussian_heads(const Config& c, Rng& rng) {
   return s;
 }
 
-// One configuration, in this (fresh) process: median seconds of `repeats` runs after a warm-up,
-// and the peak resident memory the configuration added (inputs, workspace, outputs) in bytes.
-std::pair<double, double> run_configuration(const Config& c, std::uint64_t seed, int repeats) {
+// What one configuration cost, measured in its own (fresh) process.
+struct Measured {
+  double seconds = 0;     // median wall seconds of `repeats` runs after a warm-up
+  double peak_bytes = 0;  // peak resident memory the configuration added (inputs, workspace, outputs)
+  // Per run, averaged over the timed runs (getrusage, all threads): CPU seconds in user and kernel mode and
+  // minor page faults. A wall time dominated by system time and faults is the allocator's, not the kernel's
+  // (issue 17: PyTorch's fresh n x n tensors are new mmaps each call), so the ratio is read beside them.
+  double user_s = 0, sys_s = 0, minor_faults = 0;
+};
+
+// One configuration, in this (fresh) process.
+Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
   // The OpenMP threads (and their stacks) exist before the baseline, so they are not counted.
 #pragma omp parallel
   keep_alive(c);
@@ -99,19 +125,46 @@ std::pair<double, double> run_configuration(const Config& c, std::uint64_t seed,
   // The same inputs for every method at one (batch, heads, n, d).
   Rng rng(derive_seed(seed, static_cast<std::uint64_t>(c.n * 4096 + c.d * 64 + c.batch)));
   const Stack q = gaussian_heads(c, rng), k = gaussian_heads(c, rng), v = gaussian_heads(c, rng);
-  const AttentionMethod& method = attention_method(c.method);
+  std::function<void()> timed;
+  // The forward: the method's fast kernel. The backward: out and lse from the fused forward (not timed), a
+  // Gaussian dO, then the gradients.
+  Stack out, d_out;
+  std::vector<Vec<float>> lse;
+  std::optional<MethodDraws> draws;
   const MethodParams params = params_at(c.n);
-  const MethodDraws draws = method.draw(params, c.n, c.d, rng);
-  const std::function<Stack()> run = [&]() -> Stack { return run_attention(method, Impl::fast, q, k, v, params, draws); };
-  {
-    const Stack probe = run();  // the warm-up, and a check that the output is usable; freed before timing
-    for (Eigen::Index i = 0; i < probe.count(); ++i)
-      if (!probe[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
+  if (c.method == kBackward) {
+    out = q;
+    lse.resize(static_cast<std::size_t>(q.count()));
+    for (Eigen::Index i = 0; i < q.count(); ++i) out[i] = fused_attention(q[i], k[i], v[i], 0, lse[static_cast<std::size_t>(i)]);
+    d_out = gaussian_heads(c, rng);
+    const auto probe = fused_attention_backward(q, k, v, out, lse, d_out);  // the warm-up, and a check
+    for (Eigen::Index i = 0; i < q.count(); ++i)
+      if (!probe.dq[i].allFinite() || !probe.dk[i].allFinite() || !probe.dv[i].allFinite())
+        throw NonFiniteError(c.method + " produced a non-finite gradient at " + c.spec());
+    timed = [&] { keep_alive(fused_attention_backward(q, k, v, out, lse, d_out)); };
+  } else {
+    const AttentionMethod& method = attention_method(c.method);
+    draws = method.draw(params, c.n, c.d, rng);
+    {
+      const Stack probe = run_attention(method, Impl::fast, q, k, v, params, *draws);  // the warm-up, and a check
+      for (Eigen::Index i = 0; i < probe.count(); ++i)
+        if (!probe[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
+    }
+    const AttentionMethod* m = &method;  // the registry's entry: it outlives this block
+    timed = [&, m] { keep_alive(run_attention(*m, Impl::fast, q, k, v, params, *draws)); };
   }
-  const double seconds = median_seconds([&] { keep_alive(run()); }, repeats, false);
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  const double seconds = median_seconds(timed, repeats, false);
+  getrusage(RUSAGE_SELF, &after);
   const auto peak = peak_rss_bytes();
   if (!peak) throw std::runtime_error("cannot read the peak resident set (/proc/self/status)");
-  return {seconds, *peak - base};
+  const auto secs = [](const timeval& a, const timeval& b) {
+    return static_cast<double>(b.tv_sec - a.tv_sec) + 1e-6 * static_cast<double>(b.tv_usec - a.tv_usec);
+  };
+  const double runs = repeats;
+  return {seconds, *peak - base, secs(before.ru_utime, after.ru_utime) / runs, secs(before.ru_stime, after.ru_stime) / runs,
+          static_cast<double>(after.ru_minflt - before.ru_minflt) / runs};
 }
 
 }  // namespace
@@ -122,7 +175,7 @@ int main(int argc, char** argv) {
   std::string one;
   cli.app().add_option("--repeats", repeats, "timed runs per configuration, after one warm-up (median reported)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
-  cli.app().add_option("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds peak_bytes'");
+  cli.app().add_option("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds peak_bytes user_s sys_s minor_faults' (the last three per run)");
   cli.parse(argc, argv);
   Config single;
   if (!one.empty()) {
@@ -136,8 +189,9 @@ int main(int argc, char** argv) {
   return run_experiment(cli.name(), [&] {
     const auto& opt = cli.options();
     if (!one.empty()) {
-      const auto [seconds, peak] = run_configuration(single, opt.seed, repeats);
-      fmt::print("{} {}\n", format_real(seconds), format_real(peak));
+      const Measured m = run_configuration(single, opt.seed, repeats);
+      fmt::print("{} {} {} {} {}\n", format_real(m.seconds), format_real(m.peak_bytes), format_real(m.user_s),
+                 format_real(m.sys_s), format_real(m.minor_faults));
       return;
     }
     Rng rng(derive_seed(opt.seed, 1));
@@ -145,25 +199,28 @@ int main(int argc, char** argv) {
     CsvTable table({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
                     int_col("threads"), real_col("median_s"), real_col("gflops"), real_col("peak_mib"),
                     real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
-                    int_col("repeats")});
+                    int_col("repeats"), real_col("user_s"), real_col("sys_s"), real_col("minor_faults")});
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto configs = configurations(opt.quick);
     Progress progress("bench_attention", configs.size());
     for (const Config& c : configs) {
       // A fresh process per configuration: its peak memory is its own, not the largest so far.
       // The child gets --quick too: quick and full runs refuse each other's --out directory.
+      const auto repeats_for = [&](const Config& x) { return x.n >= kLongestN ? std::min(repeats, kLongestRepeats) : repeats; };
       std::vector<std::string> args = {"--run-one", c.spec(), "--seed", std::to_string(opt.seed), "--threads",
-                                       std::to_string(opt.threads), "--repeats", std::to_string(repeats),
+                                       std::to_string(opt.threads), "--repeats",
+                                       std::to_string(repeats_for(c)),
                                        "--out", opt.out.string()};
       if (opt.quick) args.push_back("--quick");
       const ProcessResult r = run_process(self, args, false);
       std::istringstream in(r.output);
-      double seconds = 0, peak = 0;
-      if (r.exit_status != 0 || !(in >> seconds >> peak))
+      Measured m;
+      if (r.exit_status != 0 || !(in >> m.seconds >> m.peak_bytes >> m.user_s >> m.sys_s >> m.minor_faults))
         throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
       const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
-      table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, seconds, flops / seconds * 1e-9,
-                     peak / (1024.0 * 1024.0), std::max(eigen_gemm, blas_gemm), eigen_gemm, blas_gemm, repeats});
+      table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, m.seconds, flops / m.seconds * 1e-9,
+                     m.peak_bytes / (1024.0 * 1024.0), std::max(eigen_gemm, blas_gemm), eigen_gemm, blas_gemm, repeats_for(c),
+                     m.user_s, m.sys_s, m.minor_faults});
       progress.tick();
     }
     table.write(cli.output_path("bench_attention.csv"));

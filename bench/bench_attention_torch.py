@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """The PyTorch peer of bench_attention (issue 6): each method written the direct way in PyTorch,
 timed on the configurations bench_attention wrote, rows appended to the same CSV (impl = torch).
+Exact attention is also timed as a careful PyTorch 1.13 user writes it (impl = torch-careful, issue 17):
+its n x n scores and its output are buffers allocated once per configuration and reused (matmul out=, the
+softmax in place), so the allocator is warm and the kernel's page faults are not timed. Every row records
+the CPU seconds in user and kernel mode and the minor page faults per run (getrusage) beside the wall time.
 
 usage: bench/bench_attention_torch.py --csv results/bench_attention.csv [--threads N] [--repeats N]
 """
@@ -10,6 +14,7 @@ import ctypes
 import gc
 import math
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -70,7 +75,28 @@ def nystrom(q, k, v, _):
     return (kernel_1 @ iterative_inv(kernel_2)) @ (kernel_3 @ v)
 
 
+def exact_careful(q, k, v, _, buffers):
+    # The same attention with the allocator out of the loop: scores and output are buffers reused across calls,
+    # the softmax runs in place (subtract the row max first, as torch.softmax does, so exp cannot overflow).
+    scores, out = buffers
+    torch.matmul(q, k.transpose(-1, -2), out=scores)
+    scores.mul_(q.shape[-1] ** -0.5)
+    scores.sub_(scores.amax(-1, keepdim=True)).exp_()
+    scores.div_(scores.sum(-1, keepdim=True))
+    return torch.matmul(scores, v, out=out)
+
+
+def careful_buffers(q, k, v):
+    *lead, n, d = q.shape
+    return torch.empty(*lead, n, k.shape[-2]), torch.empty(*lead, n, v.shape[-1])
+
+
 METHODS = {"exact": exact, "linear-elu": linear, "linformer": linformer, "nystrom": nystrom}
+# (impl, method) -> (function, buffers made once per configuration or None)
+PEERS = {("torch", m): (fn, None) for m, fn in METHODS.items()}
+PEERS[("torch-careful", "exact")] = (exact_careful, careful_buffers)
+# exact-backward: autograd's backward of exact() (dQ, dK, dV from dO), its forward run once and kept.
+PEERS[("torch", "exact-backward")] = (None, None)
 
 
 def status_bytes(key):
@@ -81,8 +107,9 @@ def status_bytes(key):
     raise RuntimeError(f"no {key} in /proc/self/status")
 
 
-def run_configuration(method, batch, heads, n, d, repeats, seed):
-    """Median seconds after a warm-up, and the peak resident memory the configuration added."""
+def run_configuration(impl, method, batch, heads, n, d, repeats, seed):
+    """Median seconds after a warm-up, the peak resident memory the configuration added, and per timed run the
+    user and system CPU seconds and minor page faults (resource.getrusage over the timed runs, all threads)."""
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed tensors of earlier configurations go back to the OS
     base = status_bytes("VmRSS:")
@@ -91,20 +118,59 @@ def run_configuration(method, batch, heads, n, d, repeats, seed):
     gen = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(batch, heads, n, d, generator=gen) for _ in range(3))
     e = torch.randn(min(PROJECTED, n), n, generator=gen) / math.sqrt(min(PROJECTED, n))
-    fn = METHODS[method]
+    fn, make_buffers = PEERS[(impl, method)]
+    if method == "exact-backward":
+        return time_backward(q, k, v, gen, repeats, base)
+    call = (lambda: fn(q, k, v, e, buffers)) if make_buffers else (lambda: fn(q, k, v, e))
+    buffers = make_buffers(q, k, v) if make_buffers else None
     with torch.no_grad():
-        out = fn(q, k, v, e)  # warm-up
+        out = call()  # warm-up
         if not torch.isfinite(out).all():
-            raise RuntimeError(f"torch {method} produced a non-finite output at n = {n}, d = {d}")
+            raise RuntimeError(f"{impl} {method} produced a non-finite output at n = {n}, d = {d}")
+        if make_buffers:  # the careful form must compute what the direct one does
+            direct = METHODS[method](q, k, v, e)
+            err = float((out - direct).abs().max() / direct.abs().max())
+            if not err <= 1e-4:
+                raise RuntimeError(f"{impl} {method} differs from torch's direct form by {err:.3g} (relative) at n = {n}")
+            del direct
         del out
         times = []
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
         for _ in range(repeats):
             t0 = time.perf_counter()
-            out = fn(q, k, v, e)
+            out = call()
             times.append(time.perf_counter() - t0)
             del out
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
     peak = status_bytes("VmHWM:") - base
-    return statistics.median(times), peak
+    per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / repeats, "sys_s": (r1.ru_stime - r0.ru_stime) / repeats,
+               "minor_faults": (r1.ru_minflt - r0.ru_minflt) / repeats}
+    return statistics.median(times), peak, per_run
+
+
+def time_backward(q, k, v, gen, repeats, base):
+    """autograd's backward of exact attention: the forward once (its graph kept), then dQ, dK, dV from a Gaussian
+    dO timed as run_configuration times a forward."""
+    q, k, v = (x.requires_grad_(True) for x in (q, k, v))
+    out = exact(q, k, v, None)
+    d_out = torch.randn(out.shape, generator=gen)
+    call = lambda: torch.autograd.grad(out, (q, k, v), d_out, retain_graph=True)  # noqa: E731
+    grads = call()  # warm-up
+    if not all(torch.isfinite(g).all() for g in grads):
+        raise RuntimeError(f"torch exact-backward produced a non-finite gradient at n = {q.shape[-2]}")
+    del grads
+    times = []
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        grads = call()
+        times.append(time.perf_counter() - t0)
+        del grads
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    peak = status_bytes("VmHWM:") - base
+    per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / repeats, "sys_s": (r1.ru_stime - r0.ru_stime) / repeats,
+               "minor_faults": (r1.ru_minflt - r0.ru_minflt) / repeats}
+    return statistics.median(times), peak, per_run
 
 
 def main():
@@ -130,22 +196,30 @@ def main():
     if not ours:
         print(f"bench_attention_torch.py: {args.csv} has no attnlab rows to mirror", file=sys.stderr)
         return 2
+    for column in ("user_s", "sys_s", "minor_faults"):
+        if column not in header:
+            print(f"bench_attention_torch.py: {args.csv} has no {column} column (rerun bench_attention)", file=sys.stderr)
+            return 2
     new_rows = []
-    todo = [r for r in ours if r["method"] in METHODS]
-    for i, r in enumerate(todo):
+    todo = [(impl, r) for r in ours for impl in ("torch", "torch-careful") if (impl, r["method"]) in PEERS]
+    for i, (impl, r) in enumerate(todo):
         method, batch, heads, n, d = r["method"], int(r["batch"]), int(r["heads"]), int(r["n"]), int(r["d"])
-        if method == "exact" and 3 * batch * heads * n * n * 4 > EXACT_MEMORY_LIMIT:
-            print(f"torch exact at batch {batch}, heads {heads}, n {n} skipped: its n x n tensors need more than "
+        # autograd's backward holds about four n x n tensors at once (the saved P, dP, dS and its scaled copy).
+        if method.startswith("exact") and (4 if method == "exact-backward" else 3) * batch * heads * n * n * 4 > EXACT_MEMORY_LIMIT:
+            print(f"{impl} exact at batch {batch}, heads {heads}, n {n} skipped: its n x n tensors need more than "
                   f"{EXACT_MEMORY_LIMIT / 2**30:.0f} GiB", file=sys.stderr)
             continue
-        seconds, peak = run_configuration(method, batch, heads, n, d, args.repeats, args.seed + i)
+        # The same inputs for both peers of a configuration (its index among bench_attention's rows).
+        seconds, peak, per_run = run_configuration(impl, method, batch, heads, n, d, args.repeats, args.seed + ours.index(r))
         flops = float(r["gflops"]) * float(r["median_s"])  # counted work of the configuration, GFLOP
         row = dict(r)
-        row.update(impl="torch", threads=str(args.threads), median_s=repr(seconds), gflops=repr(flops / seconds),
-                   peak_mib=repr(peak / 2**20), repeats=str(args.repeats))
+        row.update(impl=impl, threads=str(args.threads), median_s=repr(seconds), gflops=repr(flops / seconds),
+                   peak_mib=repr(peak / 2**20), repeats=str(args.repeats), **{c: repr(v) for c, v in per_run.items()})
         new_rows.append(row)
-        print(f"[{i + 1}/{len(todo)}] torch {method} b{batch} h{heads} n{n} d{d}: {seconds:.4g} s", file=sys.stderr)
-    kept = [r for r in rows if r["impl"] != "torch"]
+        print(f"[{i + 1}/{len(todo)}] {impl} {method} b{batch} h{heads} n{n} d{d}: {seconds:.4g} s "
+              f"(user {per_run['user_s']:.3g} s, sys {per_run['sys_s']:.3g} s, {per_run['minor_faults']:.0f} faults per run)",
+              file=sys.stderr)
+    kept = [r for r in rows if not r["impl"].startswith("torch")]
     # Written whole to a temporary file, then renamed: never a half-written CSV.
     out_dir = os.path.dirname(os.path.abspath(args.csv))
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".bench_attention.", suffix=".csv")

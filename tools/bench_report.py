@@ -23,7 +23,18 @@ GEMM_SHARE = 0.5           # share of the GEMM rate: exact for n >= 1024, linear
 STREAMING_PEAK_MIB = 64.0  # streaming at n 32768, d 64, batch * heads 1
 R7_SPEEDUP = 50.0          # low-rank eigen path vs dense at d 4096, d_k 64
 VIT_GEMM_SHARE = 0.30      # issue 14: ViT training (exact, float), counted training FLOP/s over the sgemm rate
-METHODS = ["exact", "streaming", "linear-elu", "linformer", "nystrom"]  # attention/registry.hpp's names
+# Issue 17's targets, fixed here before any run (shares of the same run's sgemm rate, float, 2 threads).
+EXACT_SHARE_17 = 0.70      # exact and streaming forward at every n >= 1024 of the grid, d 32 and 64
+EXACT_SPEEDUP_17 = 10.0    # exact vs torch at b32 h4 n2048 d64 (judged against the careful peer as well)
+APPROX_SHARE_17 = 0.50     # linear-elu, linformer, nystrom forward at n >= 1024, d 64
+APPROX_FLOOR_17 = 0.30     # ... and no grid cell below this
+LONG_N_17, LONG_PEAK_MIB_17, LONG_SHARE_17 = 131072, 128.0, 0.60  # streaming at n 131072, d 64, batch x heads 1
+BACKWARD_SHARE_17 = 0.50   # exact backward at n >= 1024, d 64
+BACKWARD_SPEEDUP_17 = 2.0  # exact backward vs torch autograd's backward, same shapes
+BACKWARD_MEMORY_N_17 = 32768  # O(n d) memory: the peak within BACKWARD_MEMORY_FACTOR_17 x the n d matrices held
+BACKWARD_MEMORY_FACTOR_17 = 2.0
+# attention/registry.hpp's names, then exact attention's backward (fused_attention_backward, issue 17)
+METHODS = ["exact", "streaming", "linear-elu", "linformer", "nystrom", "exact-backward"]
 
 
 def read(path):
@@ -47,8 +58,78 @@ def judge(ok):
     return "met" if ok else "**not met**"
 
 
+def targets_17(ours, torch, careful):
+    """Issue 17's rows. A target whose configuration was not measured (the flash-style backward is not built; n 131072
+    is not in the sweep) is a row saying so, judged not met: never left out."""
+    share = lambda r: float(r["gflops"]) / float(r["gemm_gflops"])
+    grid = {k: r for k, r in ours.items() if k[1] * k[2] > 1}
+    lines = []
+    for m in ("exact", "streaming"):
+        cells = [(share(r), k) for k, r in grid.items() if k[0] == m and k[3] >= 1024]
+        if cells:
+            worst, k = min(cells)
+            lines.append(f"| {m} forward, share of GEMM rate at n >= 1024, d 32 and 64 (worst: n{k[3]} d{k[4]}) | {worst:.0%} | "
+                         f">= {EXACT_SHARE_17:.0%} | {judge(worst >= EXACT_SHARE_17)} |")
+    key = ("exact", 32, 4, 2048, 64)
+    for peer, rows in (("torch, as written", torch), ("torch, careful (buffers reused, softmax in place)", careful)):
+        if key in ours and key in rows:
+            s = float(rows[key]["median_s"]) / float(ours[key]["median_s"])
+            lines.append(f"| exact vs {peer} at b32 h4 n2048 d64 | {s:.2f}x faster | >= {EXACT_SPEEDUP_17:g}x | "
+                         f"{judge(s >= EXACT_SPEEDUP_17)} |")
+    for m in ("linear-elu", "linformer", "nystrom"):
+        large = [(share(r), k) for k, r in grid.items() if k[0] == m and k[3] >= 1024 and k[4] == 64]
+        every = [(share(r), k) for k, r in grid.items() if k[0] == m]
+        if large:
+            worst, k = min(large)
+            lines.append(f"| {m} forward, share of GEMM rate at n >= 1024, d 64 (worst: n{k[3]}) | {worst:.0%} | "
+                         f">= {APPROX_SHARE_17:.0%} | {judge(worst >= APPROX_SHARE_17)} |")
+        if every:
+            worst, k = min(every)
+            lines.append(f"| {m} forward, every grid cell (worst: n{k[3]} d{k[4]}) | {worst:.0%} | >= {APPROX_FLOOR_17:.0%} | "
+                         f"{judge(worst >= APPROX_FLOOR_17)} |")
+    back = {k: r for k, r in ours.items() if k[0] == "exact-backward"}
+    cells = [(share(r), k) for k, r in back.items() if k[3] >= 1024 and k[4] == 64]
+    if cells:
+        worst, k = min(cells)
+        lines.append(f"| exact backward (dQ, dK, dV; 10 n^2 d counted flops), share of GEMM rate at n >= 1024, d 64 (worst: "
+                     f"b{k[1]} h{k[2]} n{k[3]}) | {worst:.0%} | >= {BACKWARD_SHARE_17:.0%} | {judge(worst >= BACKWARD_SHARE_17)} |")
+    else:
+        lines.append(f"| exact backward, share of GEMM rate at n >= 1024, d 64 | not measured | >= {BACKWARD_SHARE_17:.0%} | {judge(False)} |")
+    speed = [(float(torch[k]["median_s"]) / float(r["median_s"]), k) for k, r in back.items() if k in torch]
+    if speed:
+        slowest, k = min(speed)
+        lines.append(f"| exact backward vs torch autograd's backward (slowest: b{k[1]} h{k[2]} n{k[3]}; larger n x n "
+                     f"tensors skipped by the peer) | {slowest:.2f}x faster | >= {BACKWARD_SPEEDUP_17:g}x | "
+                     f"{judge(slowest >= BACKWARD_SPEEDUP_17)} |")
+    else:
+        lines.append(f"| exact backward vs torch autograd's backward | not measured (no torch rows) | >= {BACKWARD_SPEEDUP_17:g}x | - |")
+    m = back.get(("exact-backward", 1, 1, BACKWARD_MEMORY_N_17, 64))
+    if m:
+        # Held by the configuration: Q, K, V, out, dO and the three gradients, n x 64 floats each.
+        held = 8 * BACKWARD_MEMORY_N_17 * 64 * 4 / 2**20
+        n2 = BACKWARD_MEMORY_N_17 ** 2 * 4 / 2**20
+        p = float(m["peak_mib"])
+        lines.append(f"| exact backward peak memory at n{BACKWARD_MEMORY_N_17} d64: O(n d), not O(n^2) (the n d matrices held: "
+                     f"{held:.0f} MiB; one n x n float matrix: {n2:.0f} MiB) | {p:.1f} MiB | <= {BACKWARD_MEMORY_FACTOR_17:g} x "
+                     f"{held:.0f} MiB | {judge(p <= BACKWARD_MEMORY_FACTOR_17 * held)} |")
+    else:
+        lines.append(f"| exact backward peak memory at n{BACKWARD_MEMORY_N_17} d64 | not measured | O(n d) | {judge(False)} |")
+    s = ours.get(("streaming", 1, 1, LONG_N_17, 64))
+    if s:
+        # The peak counts what the configuration added: Q, K, V and the output alone are 4 n d floats.
+        io_mib = 4 * LONG_N_17 * 64 * 4 / 2**20
+        lines.append(f"| streaming at n{LONG_N_17} d64: peak memory (Q, K, V and output alone {io_mib:.0f} MiB), share of GEMM | "
+                     f"{float(s['peak_mib']):.1f} MiB, {share(s):.0%} | "
+                     f"< {LONG_PEAK_MIB_17:g} MiB, >= {LONG_SHARE_17:.0%} | "
+                     f"{judge(float(s['peak_mib']) < LONG_PEAK_MIB_17 and share(s) >= LONG_SHARE_17)} |")
+    else:
+        lines.append(f"| streaming at n{LONG_N_17} d64: peak memory, share of GEMM | not measured (n {LONG_N_17} is not in "
+                     f"bench_attention's sweep) | < {LONG_PEAK_MIB_17:g} MiB, >= {LONG_SHARE_17:.0%} | {judge(False)} |")
+    return lines
+
+
 def targets(ours, torch, r7):
-    """One line per target: what was measured and whether it meets the threshold."""
+    """One line per target of issue 6: what was measured and whether it meets the threshold."""
     lines = []
     e = ours.get(("exact", 32, 4, 2048, 64))
     t = torch.get(("exact", 32, 4, 2048, 64))
@@ -138,17 +219,27 @@ def profile_table(profile):
     return out
 
 
-def table(ours, torch):
-    out = ["| method | batch x heads | n | d | ours (s) | GFLOP/s | % of GEMM | peak MiB | torch (s) | torch / ours | torch peak MiB |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+def cpu(r):
+    """User + system CPU seconds and minor page faults per run, as measured beside the wall time ('-' if absent)."""
+    if not r or not r.get("user_s"):
+        return "-"
+    return f"{float(r['user_s']):.3g} + {float(r['sys_s']):.3g}, {float(r['minor_faults']):.0f}"
+
+
+def table(ours, torch, careful):
+    out = ["| method | batch x heads | n | d | ours (s) | user + sys s, faults | GFLOP/s | % of GEMM | peak MiB | torch (s) | "
+           "user + sys s, faults | torch / ours | careful torch (s) | careful / ours | torch peak MiB |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for k in sorted(ours, key=lambda k: (k[1] * k[2] == 1, METHODS.index(k[0]), k[4], k[3])):
-        r, t = ours[k], torch.get(k)
+        r, t, c = ours[k], torch.get(k), careful.get(k)
         share = float(r["gflops"]) / float(r["gemm_gflops"])
         ts = f"{float(t['median_s']):.4g}" if t else "-"
         ratio = f"{float(t['median_s']) / float(r['median_s']):.2f}" if t else "-"
+        cs = f"{float(c['median_s']):.4g}" if c else "-"
+        cratio = f"{float(c['median_s']) / float(r['median_s']):.2f}" if c else "-"
         tp = f"{float(t['peak_mib']):.0f}" if t else "-"
-        out.append(f"| {k[0]} | {k[1]} x {k[2]} | {k[3]} | {k[4]} | {float(r['median_s']):.4g} | {float(r['gflops']):.1f} | "
-                   f"{share:.0%} | {float(r['peak_mib']):.1f} | {ts} | {ratio} | {tp} |")
+        out.append(f"| {k[0]} | {k[1]} x {k[2]} | {k[3]} | {k[4]} | {float(r['median_s']):.4g} | {cpu(r)} | {float(r['gflops']):.1f} | "
+                   f"{share:.0%} | {float(r['peak_mib']):.1f} | {ts} | {cpu(t)} | {ratio} | {cs} | {cratio} | {tp} |")
     return out
 
 
@@ -235,6 +326,7 @@ def main():
                 return 1
     ours = {key(r): r for r in rows if r["impl"] == "attnlab"}
     torch = {key(r): r for r in rows if r["impl"] == "torch"}
+    careful = {key(r): r for r in rows if r["impl"] == "torch-careful"}
     if not ours:
         print(f"bench_report.py: {path} has no attnlab rows", file=sys.stderr)
         return 1
@@ -259,11 +351,16 @@ def main():
           f"Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS {float(first['openblas_gemm_gflops']):.1f} GFLOP/s. "
           "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
           "peak MiB is the resident memory the configuration added (inputs, workspace, outputs).", "",
-          "## Targets (issues 6 and 14)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
-    md += targets(ours, torch, r7) + vit_targets(vit, vit_torch)
+          "## Targets (issues 6, 14 and 17)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
+    md += targets(ours, torch, r7) + vit_targets(vit, vit_torch) + targets_17(ours, torch, careful)
     if not torch:
         md += ["", "No torch rows: the PyTorch peer did not run (python3-torch missing), so no ratio against it."]
-    md += ["", "## Every configuration", ""] + table(ours, torch) + [""]
+    md += ["", "## Every configuration", "",
+           "torch: each method written the direct way; careful torch: exact attention with its n x n scores and output "
+           "in buffers reused across calls and the softmax in place (PyTorch 1.13 has no fused CPU attention). user + sys s, "
+           "faults: CPU seconds in user and kernel mode and minor page faults per run (getrusage, all threads), beside the "
+           "wall time: a wall time made of system time and faults is the allocator's, not the kernel's.", ""]
+    md += table(ours, torch, careful) + [""]
     md += [f"![GFLOP/s against n: {what}]({name})" for name, _, what in panels(rows)] + [""]
     if vit:
         md += ["## ViT training (issue 14)", "",
@@ -282,7 +379,7 @@ def main():
                ""] + profile_table(profile) + [""]
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     if args.readme:
-        update_readme(args.readme, md[md.index("## Targets (issues 6 and 14)") + 2:md.index("## Every configuration")], first, vit)
+        update_readme(args.readme, md[md.index("## Targets (issues 6, 14 and 17)") + 2:md.index("## Every configuration")], first, vit)
     figures(rows, args.results, args.gnuplot)
     return 0
 

@@ -1,6 +1,7 @@
 // bench_attention and bench_r7 in --quick mode: the CSV schema and finite, positive values (never timings).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -47,14 +48,20 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
   for (std::size_t i = 1; i < rows.size(); ++i) {
     check_numbers(header, rows[i],
                   {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "peak_mib", "gemm_gflops",
-                   "eigen_gemm_gflops", "openblas_gemm_gflops", "repeats"},
+                   "eigen_gemm_gflops", "openblas_gemm_gflops", "repeats", "user_s", "sys_s", "minor_faults"},
                   {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "gemm_gflops"});
     CHECK(rows[i][1] == "attnlab");
     CHECK(rows[i][6] == "2");
+    // CPU time and page faults per run beside the wall time (issue 17): present, never negative.
+    for (const char* column : {"user_s", "sys_s", "minor_faults"}) {
+      const auto at = std::find(header.begin(), header.end(), column);
+      REQUIRE_MESSAGE(at != header.end(), column);
+      CHECK(std::stod(rows[i][static_cast<std::size_t>(at - header.begin())]) >= 0);
+    }
     methods.insert(rows[i][0]);
     long_sequence = long_sequence || (rows[i][2] == "1" && rows[i][3] == "1");
   }
-  CHECK(methods == std::set<std::string>{"exact", "streaming", "linear-elu", "linformer", "nystrom"});
+  CHECK(methods == std::set<std::string>{"exact", "streaming", "linear-elu", "linformer", "nystrom", "exact-backward"});
   CHECK(long_sequence);
   CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_attention.csv"});
 }
