@@ -54,7 +54,10 @@ struct Scales {
 template <typename T>
 Scales gradient_scales(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& d_out, const Eigen::MatrixXd& p) {
   const double d = static_cast<double>(q.cols()), dv = static_cast<double>(v.cols());
-  const double s_max = static_cast<double>(q.rowwise().norm().maxCoeff() * k.rowwise().norm().maxCoeff()) / std::sqrt(d);
+  // (squared norms, one square root per maximum: Eigen's vectorised sqrt over a rowwise norm trips GCC 12's
+  // -Wuninitialized inside its own AVX-512 header)
+  const double s_max = std::sqrt(static_cast<double>(q.rowwise().squaredNorm().maxCoeff()) *
+                                 static_cast<double>(k.rowwise().squaredNorm().maxCoeff())) / std::sqrt(d);
   const double u = (d * s_max + static_cast<double>(q.rows() + k.rows()) + dv + 4) * eps<T>();
   const double max_do = std::max(1e-300, static_cast<double>(d_out.cwiseAbs().maxCoeff()));
   const double a = dv * max_do * static_cast<double>(v.cwiseAbs().maxCoeff());
@@ -110,7 +113,8 @@ TEST_CASE("fused attention with statistics: the same output bit for bit, lse the
       const Mat<float> out = fused_attention(q, k, v, block, lse);
       CHECK(out == fused_attention(q, k, v, block));
       const Eigen::MatrixXd s = q.cast<double>() * k.cast<double>().transpose() / std::sqrt(8.0);
-      const double s_max = static_cast<double>(q.rowwise().norm().maxCoeff() * k.rowwise().norm().maxCoeff()) / std::sqrt(8.0);
+      const double s_max = std::sqrt(static_cast<double>(q.rowwise().squaredNorm().maxCoeff()) *
+                                     static_cast<double>(k.rowwise().squaredNorm().maxCoeff())) / std::sqrt(8.0);
       // lse carries the logits' rounding (8 eps s_max) and that of the sum's log ((n_k + 4) eps).
       const double unit = (8 * s_max + static_cast<double>(k.rows()) + 4) * eps<float>();
       for (Eigen::Index i = 0; i < n; ++i) {
