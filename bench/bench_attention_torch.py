@@ -29,6 +29,13 @@ PINV_ITERATIONS = 6
 # torch's exact attention holds about three n x n float tensors per head at once (Q K^T, its
 # scaled copy, the softmax); configurations needing more than this are skipped with a message.
 EXACT_MEMORY_LIMIT = 8 * 2**30
+# As bench_attention: as many timed runs as fit this budget after the warm-up, at least 1, at most --repeats
+# (the runs taken go to the CSV's repeats column).
+TIMING_BUDGET_S = 5.0
+
+
+def runs_within_budget(warm_up_s, repeats):
+    return max(1, min(repeats, int(TIMING_BUDGET_S / max(warm_up_s, 1e-9))))
 
 
 def exact(q, k, v, _):
@@ -124,7 +131,9 @@ def run_configuration(impl, method, batch, heads, n, d, repeats, seed):
     call = (lambda: fn(q, k, v, e, buffers)) if make_buffers else (lambda: fn(q, k, v, e))
     buffers = make_buffers(q, k, v) if make_buffers else None
     with torch.no_grad():
+        t0 = time.perf_counter()
         out = call()  # warm-up
+        runs = runs_within_budget(time.perf_counter() - t0, repeats)
         if not torch.isfinite(out).all():
             raise RuntimeError(f"{impl} {method} produced a non-finite output at n = {n}, d = {d}")
         if make_buffers:  # the careful form must compute what the direct one does
@@ -136,16 +145,16 @@ def run_configuration(impl, method, batch, heads, n, d, repeats, seed):
         del out
         times = []
         r0 = resource.getrusage(resource.RUSAGE_SELF)
-        for _ in range(repeats):
+        for _ in range(runs):
             t0 = time.perf_counter()
             out = call()
             times.append(time.perf_counter() - t0)
             del out
         r1 = resource.getrusage(resource.RUSAGE_SELF)
     peak = status_bytes("VmHWM:") - base
-    per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / repeats, "sys_s": (r1.ru_stime - r0.ru_stime) / repeats,
-               "minor_faults": (r1.ru_minflt - r0.ru_minflt) / repeats}
-    return statistics.median(times), peak, per_run
+    per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / runs, "sys_s": (r1.ru_stime - r0.ru_stime) / runs,
+               "minor_faults": (r1.ru_minflt - r0.ru_minflt) / runs}
+    return statistics.median(times), peak, per_run, runs
 
 
 def time_backward(q, k, v, gen, repeats, base):
@@ -155,22 +164,24 @@ def time_backward(q, k, v, gen, repeats, base):
     out = exact(q, k, v, None)
     d_out = torch.randn(out.shape, generator=gen)
     call = lambda: torch.autograd.grad(out, (q, k, v), d_out, retain_graph=True)  # noqa: E731
+    t0 = time.perf_counter()
     grads = call()  # warm-up
+    runs = runs_within_budget(time.perf_counter() - t0, repeats)
     if not all(torch.isfinite(g).all() for g in grads):
         raise RuntimeError(f"torch exact-backward produced a non-finite gradient at n = {q.shape[-2]}")
     del grads
     times = []
     r0 = resource.getrusage(resource.RUSAGE_SELF)
-    for _ in range(repeats):
+    for _ in range(runs):
         t0 = time.perf_counter()
         grads = call()
         times.append(time.perf_counter() - t0)
         del grads
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     peak = status_bytes("VmHWM:") - base
-    per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / repeats, "sys_s": (r1.ru_stime - r0.ru_stime) / repeats,
-               "minor_faults": (r1.ru_minflt - r0.ru_minflt) / repeats}
-    return statistics.median(times), peak, per_run
+    per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / runs, "sys_s": (r1.ru_stime - r0.ru_stime) / runs,
+               "minor_faults": (r1.ru_minflt - r0.ru_minflt) / runs}
+    return statistics.median(times), peak, per_run, runs
 
 
 def main():
@@ -210,11 +221,11 @@ def main():
                   f"{EXACT_MEMORY_LIMIT / 2**30:.0f} GiB", file=sys.stderr)
             continue
         # The same inputs for both peers of a configuration (its index among bench_attention's rows).
-        seconds, peak, per_run = run_configuration(impl, method, batch, heads, n, d, args.repeats, args.seed + ours.index(r))
+        seconds, peak, per_run, runs = run_configuration(impl, method, batch, heads, n, d, args.repeats, args.seed + ours.index(r))
         flops = float(r["gflops"]) * float(r["median_s"])  # counted work of the configuration, GFLOP
         row = dict(r)
         row.update(impl=impl, threads=str(args.threads), median_s=repr(seconds), gflops=repr(flops / seconds),
-                   peak_mib=repr(peak / 2**20), repeats=str(args.repeats), **{c: repr(v) for c, v in per_run.items()})
+                   peak_mib=repr(peak / 2**20), repeats=str(runs), **{c: repr(v) for c, v in per_run.items()})
         new_rows.append(row)
         print(f"[{i + 1}/{len(todo)}] {impl} {method} b{batch} h{heads} n{n} d{d}: {seconds:.4g} s "
               f"(user {per_run['user_s']:.3g} s, sys {per_run['sys_s']:.3g} s, {per_run['minor_faults']:.0f} faults per run)",
