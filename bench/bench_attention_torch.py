@@ -143,18 +143,24 @@ def run_configuration(impl, method, batch, heads, n, d, repeats, seed):
                 raise RuntimeError(f"{impl} {method} differs from torch's direct form by {err:.3g} (relative) at n = {n}")
             del direct
         del out
-        times = []
-        r0 = resource.getrusage(resource.RUSAGE_SELF)
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            out = call()
-            times.append(time.perf_counter() - t0)
-            del out
-        r1 = resource.getrusage(resource.RUSAGE_SELF)
-    peak = status_bytes("VmHWM:") - base
+        seconds, per_run = time_runs(call, runs)
+    return seconds, status_bytes("VmHWM:") - base, per_run, runs
+
+
+def time_runs(call, runs):
+    """The median wall seconds of `runs` calls, and per call the user and system CPU seconds and minor page faults
+    (resource.getrusage over the calls, all threads). Each result is dropped before the next call."""
+    times = []
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - t0)
+        del result
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
     per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / runs, "sys_s": (r1.ru_stime - r0.ru_stime) / runs,
                "minor_faults": (r1.ru_minflt - r0.ru_minflt) / runs}
-    return statistics.median(times), peak, per_run, runs
+    return statistics.median(times), per_run
 
 
 def time_backward(q, k, v, gen, repeats, base):
@@ -170,18 +176,8 @@ def time_backward(q, k, v, gen, repeats, base):
     if not all(torch.isfinite(g).all() for g in grads):
         raise RuntimeError(f"torch exact-backward produced a non-finite gradient at n = {q.shape[-2]}")
     del grads
-    times = []
-    r0 = resource.getrusage(resource.RUSAGE_SELF)
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        grads = call()
-        times.append(time.perf_counter() - t0)
-        del grads
-    r1 = resource.getrusage(resource.RUSAGE_SELF)
-    peak = status_bytes("VmHWM:") - base
-    per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / runs, "sys_s": (r1.ru_stime - r0.ru_stime) / runs,
-               "minor_faults": (r1.ru_minflt - r0.ru_minflt) / runs}
-    return statistics.median(times), peak, per_run, runs
+    seconds, per_run = time_runs(call, runs)
+    return seconds, status_bytes("VmHWM:") - base, per_run, runs
 
 
 def main():
