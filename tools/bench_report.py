@@ -58,73 +58,77 @@ def judge(ok):
     return "met" if ok else "**not met**"
 
 
+def row(target, measured, threshold, ok):
+    """One row of the targets table: met / not met from ok, '-' for a row that is not judged (ok None)."""
+    return f"| {target} | {measured} | {threshold} | {'-' if ok is None else judge(ok)} |"
+
+
 def targets_17(ours, torch, careful):
-    """Issue 17's rows. A target whose configuration was not measured (the flash-style backward is not built; n 131072
-    is not in the sweep) is a row saying so, judged not met: never left out."""
-    share = lambda r: float(r["gflops"]) / float(r["gemm_gflops"])
+    """Issue 17's rows. A target whose configuration was not measured is a row saying so, judged not met (the ratio
+    to a missing peer: not judged): never left out."""
+    share = lambda r: float(r["gflops"]) / float(r["gemm_gflops"])  # noqa: E731
     grid = {k: r for k, r in ours.items() if k[1] * k[2] > 1}
     lines = []
-    for m in ("exact", "streaming"):
-        cells = [(share(r), k) for k, r in grid.items() if k[0] == m and k[3] >= 1024]
+
+    def worst_share(cells, target, threshold, where):
+        """A share-of-GEMM row for the worst of (share, key) cells; where(key) names that cell."""
         if cells:
-            worst, k = min(cells)
-            lines.append(f"| {m} forward, share of GEMM rate at n >= 1024, d 32 and 64 (worst: n{k[3]} d{k[4]}) | {worst:.0%} | "
-                         f">= {EXACT_SHARE_17:.0%} | {judge(worst >= EXACT_SHARE_17)} |")
+            w, k = min(cells)
+            lines.append(row(f"{target} (worst: {where(k)})", f"{w:.0%}", f">= {threshold:.0%}", w >= threshold))
+            return True
+        return False
+
+    for m in ("exact", "streaming"):
+        worst_share([(share(r), k) for k, r in grid.items() if k[0] == m and k[3] >= 1024],
+                    f"{m} forward, share of GEMM rate at n >= 1024, d 32 and 64", EXACT_SHARE_17, lambda k: f"n{k[3]} d{k[4]}")
     key = ("exact", 32, 4, 2048, 64)
     for peer, rows in (("torch, as written", torch), ("torch, careful (buffers reused, softmax in place)", careful)):
         if key in ours and key in rows:
             s = float(rows[key]["median_s"]) / float(ours[key]["median_s"])
-            lines.append(f"| exact vs {peer} at b32 h4 n2048 d64 | {s:.2f}x faster | >= {EXACT_SPEEDUP_17:g}x | "
-                         f"{judge(s >= EXACT_SPEEDUP_17)} |")
+            lines.append(row(f"exact vs {peer} at b32 h4 n2048 d64", f"{s:.2f}x faster", f">= {EXACT_SPEEDUP_17:g}x",
+                             s >= EXACT_SPEEDUP_17))
     for m in ("linear-elu", "linformer", "nystrom"):
-        large = [(share(r), k) for k, r in grid.items() if k[0] == m and k[3] >= 1024 and k[4] == 64]
-        every = [(share(r), k) for k, r in grid.items() if k[0] == m]
-        if large:
-            worst, k = min(large)
-            lines.append(f"| {m} forward, share of GEMM rate at n >= 1024, d 64 (worst: n{k[3]}) | {worst:.0%} | "
-                         f">= {APPROX_SHARE_17:.0%} | {judge(worst >= APPROX_SHARE_17)} |")
-        if every:
-            worst, k = min(every)
-            lines.append(f"| {m} forward, every grid cell (worst: n{k[3]} d{k[4]}) | {worst:.0%} | >= {APPROX_FLOOR_17:.0%} | "
-                         f"{judge(worst >= APPROX_FLOOR_17)} |")
+        worst_share([(share(r), k) for k, r in grid.items() if k[0] == m and k[3] >= 1024 and k[4] == 64],
+                    f"{m} forward, share of GEMM rate at n >= 1024, d 64", APPROX_SHARE_17, lambda k: f"n{k[3]}")
+        worst_share([(share(r), k) for k, r in grid.items() if k[0] == m],
+                    f"{m} forward, every grid cell", APPROX_FLOOR_17, lambda k: f"n{k[3]} d{k[4]}")
     back = {k: r for k, r in ours.items() if k[0] == "exact-backward"}
-    cells = [(share(r), k) for k, r in back.items() if k[3] >= 1024 and k[4] == 64]
-    if cells:
-        worst, k = min(cells)
-        lines.append(f"| exact backward (dQ, dK, dV; 10 n^2 d counted flops), share of GEMM rate at n >= 1024, d 64 (worst: "
-                     f"b{k[1]} h{k[2]} n{k[3]}) | {worst:.0%} | >= {BACKWARD_SHARE_17:.0%} | {judge(worst >= BACKWARD_SHARE_17)} |")
-    else:
-        lines.append(f"| exact backward, share of GEMM rate at n >= 1024, d 64 | not measured | >= {BACKWARD_SHARE_17:.0%} | {judge(False)} |")
+    if not worst_share([(share(r), k) for k, r in back.items() if k[3] >= 1024 and k[4] == 64],
+                       "exact backward (dQ, dK, dV; 10 n^2 d counted flops), share of GEMM rate at n >= 1024, d 64",
+                       BACKWARD_SHARE_17, lambda k: f"b{k[1]} h{k[2]} n{k[3]}"):
+        lines.append(row("exact backward, share of GEMM rate at n >= 1024, d 64", "not measured",
+                         f">= {BACKWARD_SHARE_17:.0%}", False))
     speed = [(float(torch[k]["median_s"]) / float(r["median_s"]), k) for k, r in back.items() if k in torch]
     if speed:
         slowest, k = min(speed)
-        lines.append(f"| exact backward vs torch autograd's backward (slowest: b{k[1]} h{k[2]} n{k[3]}; larger n x n "
-                     f"tensors skipped by the peer) | {slowest:.2f}x faster | >= {BACKWARD_SPEEDUP_17:g}x | "
-                     f"{judge(slowest >= BACKWARD_SPEEDUP_17)} |")
+        lines.append(row(f"exact backward vs torch autograd's backward (slowest: b{k[1]} h{k[2]} n{k[3]}; larger n x n "
+                         "tensors skipped by the peer)", f"{slowest:.2f}x faster", f">= {BACKWARD_SPEEDUP_17:g}x",
+                         slowest >= BACKWARD_SPEEDUP_17))
     else:
-        lines.append(f"| exact backward vs torch autograd's backward | not measured (no torch rows) | >= {BACKWARD_SPEEDUP_17:g}x | - |")
+        lines.append(row("exact backward vs torch autograd's backward", "not measured (no torch rows)",
+                         f">= {BACKWARD_SPEEDUP_17:g}x", None))
     m = back.get(("exact-backward", 1, 1, BACKWARD_MEMORY_N_17, 64))
     if m:
         # Held by the configuration: Q, K, V, out, dO and the three gradients, n x 64 floats each.
         held = 8 * BACKWARD_MEMORY_N_17 * 64 * 4 / 2**20
         n2 = BACKWARD_MEMORY_N_17 ** 2 * 4 / 2**20
         p = float(m["peak_mib"])
-        lines.append(f"| exact backward peak memory at n{BACKWARD_MEMORY_N_17} d64: O(n d), not O(n^2) (the n d matrices held: "
-                     f"{held:.0f} MiB; one n x n float matrix: {n2:.0f} MiB) | {p:.1f} MiB | <= {BACKWARD_MEMORY_FACTOR_17:g} x "
-                     f"{held:.0f} MiB | {judge(p <= BACKWARD_MEMORY_FACTOR_17 * held)} |")
+        lines.append(row(f"exact backward peak memory at n{BACKWARD_MEMORY_N_17} d64: O(n d), not O(n^2) (the n d matrices "
+                         f"held: {held:.0f} MiB; one n x n float matrix: {n2:.0f} MiB)", f"{p:.1f} MiB",
+                         f"<= {BACKWARD_MEMORY_FACTOR_17:g} x {held:.0f} MiB", p <= BACKWARD_MEMORY_FACTOR_17 * held))
     else:
-        lines.append(f"| exact backward peak memory at n{BACKWARD_MEMORY_N_17} d64 | not measured | O(n d) | {judge(False)} |")
+        lines.append(row(f"exact backward peak memory at n{BACKWARD_MEMORY_N_17} d64", "not measured", "O(n d)", False))
     s = ours.get(("streaming", 1, 1, LONG_N_17, 64))
+    threshold = f"< {LONG_PEAK_MIB_17:g} MiB, >= {LONG_SHARE_17:.0%}"
     if s:
         # The peak counts what the configuration added: Q, K, V and the output alone are 4 n d floats.
         io_mib = 4 * LONG_N_17 * 64 * 4 / 2**20
-        lines.append(f"| streaming at n{LONG_N_17} d64: peak memory (Q, K, V and output alone {io_mib:.0f} MiB), share of GEMM | "
-                     f"{float(s['peak_mib']):.1f} MiB, {share(s):.0%} | "
-                     f"< {LONG_PEAK_MIB_17:g} MiB, >= {LONG_SHARE_17:.0%} | "
-                     f"{judge(float(s['peak_mib']) < LONG_PEAK_MIB_17 and share(s) >= LONG_SHARE_17)} |")
+        lines.append(row(f"streaming at n{LONG_N_17} d64: peak memory (Q, K, V and output alone {io_mib:.0f} MiB), share of GEMM",
+                         f"{float(s['peak_mib']):.1f} MiB, {share(s):.0%}", threshold,
+                         float(s["peak_mib"]) < LONG_PEAK_MIB_17 and share(s) >= LONG_SHARE_17))
     else:
-        lines.append(f"| streaming at n{LONG_N_17} d64: peak memory, share of GEMM | not measured (n {LONG_N_17} is not in "
-                     f"bench_attention's sweep) | < {LONG_PEAK_MIB_17:g} MiB, >= {LONG_SHARE_17:.0%} | {judge(False)} |")
+        lines.append(row(f"streaming at n{LONG_N_17} d64: peak memory, share of GEMM",
+                         f"not measured (n {LONG_N_17} is not in bench_attention's sweep)", threshold, False))
     return lines
 
 
