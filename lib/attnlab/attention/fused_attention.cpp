@@ -1,9 +1,12 @@
 // Fast exact softmax attention, fused per block of queries (and, streaming, per block of keys).
 #include "attnlab/attention/fused_attention.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "attnlab/core/attention_check.hpp"
 #include "attnlab/core/head_stack_map.hpp"
@@ -100,6 +103,7 @@ struct BackwardWorkspace {
   Mat<T> do_dq;  // (d_v, b_q): the block's dO, transposed
   Mat<T> p_kq;   // (b_k, b_q): P^T of the block pair
   Mat<T> ds_kq;  // (b_k, b_q): dP^T, then in place dS^T
+  Mat<T> dq_q;   // (b_q, d): dS_ij K_j, waiting for its turn to be added into dQ_i
 };
 
 // P^T and dS^T of the key rows [j0, j0 + b_k) against the query block held in w.q_dq, w.do_dq (columns
@@ -122,9 +126,37 @@ void load_query_block(const BackwardHead<T>& h, Eigen::Index i0, Eigen::Index b_
   w.do_dq.noalias() = h.d_out->middleRows(i0, b_q).transpose();
 }
 
-// Pass 1 for the key rows [j0, j0 + b_k): dV_j and dK_j over every query block, in order.
+// The order in which key blocks add into dQ: turn(h, i) = j while head h's query block i waits for key block j's
+// dS_ij K_j. Adding in the order j = 0, 1, ... whichever thread runs which key block keeps dQ bit for bit the same
+// for any thread count (floating-point addition does not commute with a change of order).
+class DqTurns {
+ public:
+  DqTurns(Eigen::Index heads, Eigen::Index query_blocks)
+      : query_blocks_(query_blocks), turn_(static_cast<std::size_t>(heads * query_blocks)) {}
+  // Spins until key block j may add into (h, i). The key block it waits for was handed out earlier (tasks are
+  // taken in increasing order, see backward_heads) and is running on another thread or done, and key block 0
+  // never waits: no cycle, so no deadlock.
+  void wait(Eigen::Index h, Eigen::Index i, Eigen::Index j) const {
+    const auto& t = at(h, i);
+    for (int spins = 0; t.load(std::memory_order_acquire) != j; ++spins)
+      if (spins > 64) std::this_thread::yield();
+  }
+  void pass(Eigen::Index h, Eigen::Index i, Eigen::Index j) { at(h, i).store(j + 1, std::memory_order_release); }
+
+ private:
+  std::atomic<Eigen::Index>& at(Eigen::Index h, Eigen::Index i) { return turn_[static_cast<std::size_t>(h * query_blocks_ + i)]; }
+  const std::atomic<Eigen::Index>& at(Eigen::Index h, Eigen::Index i) const {
+    return turn_[static_cast<std::size_t>(h * query_blocks_ + i)];
+  }
+  Eigen::Index query_blocks_;
+  std::vector<std::atomic<Eigen::Index>> turn_;  // value-initialised: every turn starts at key block 0
+};
+
+// The key rows [j0, j0 + b_k) (key block j of head `head`) against every query block i, in order: dV_j and dK_j,
+// which this task owns, and dS_ij K_j added into dQ_i in key-block order (DqTurns).
 template <typename T>
-void backward_key_block(const BackwardHead<T>& h, Eigen::Index j0, Eigen::Index b_k, T scale, BackwardWorkspace<T>& w) {
+void backward_key_block(const BackwardHead<T>& h, Eigen::Index head, Eigen::Index j, Eigen::Index j0, Eigen::Index b_k,
+                        Eigen::Index key_blocks, T scale, DqTurns& turns, BackwardWorkspace<T>& w) {
   const detail::RowBlocks queries{h.q->rows(), kBackwardQueryBlock};
   auto dv = h.dv->middleRows(j0, b_k);
   auto dk = h.dk->middleRows(j0, b_k);
@@ -136,48 +168,39 @@ void backward_key_block(const BackwardHead<T>& h, Eigen::Index j0, Eigen::Index 
     recompute_block(h, i0, b_q, j0, b_k, w);
     dv.noalias() += w.p_kq * h.d_out->middleRows(i0, b_q);
     dk.noalias() += w.ds_kq * h.q->middleRows(i0, b_q);
+    // dS_ij K_j before taking the turn, so the wait holds up only the addition.
+    w.dq_q.noalias() = w.ds_kq.transpose() * h.k->middleRows(j0, b_k);
+    turns.wait(head, i, j);
+    auto dq = h.dq->middleRows(i0, b_q);
+    dq += w.dq_q;
+    if (j + 1 == key_blocks) dq *= scale;  // the last addition: dQ = dS K / sqrt(d)
+    turns.pass(head, i, j);
   }
   dk *= scale;  // S = Q K^T / sqrt(d): dK = dS^T Q / sqrt(d)
 }
 
-// Pass 2 for the query rows [i0, i0 + b_q): dQ_i over every key block, in order.
-template <typename T>
-void backward_query_block(const BackwardHead<T>& h, Eigen::Index i0, Eigen::Index b_q, T scale, BackwardWorkspace<T>& w) {
-  const detail::RowBlocks keys{h.k->rows(), kBackwardKeyBlock};
-  auto dq = h.dq->middleRows(i0, b_q);
-  dq.setZero();
-  load_query_block(h, i0, b_q, scale, w);
-  for (Eigen::Index j = 0; j < keys.count(); ++j) {
-    const Eigen::Index j0 = keys.begin(j), b_k = keys.length(j);
-    recompute_block(h, i0, b_q, j0, b_k, w);
-    dq.noalias() += w.ds_kq.transpose() * h.k->middleRows(j0, b_k);
-  }
-  dq *= scale;  // dQ = dS K / sqrt(d)
-}
-
-// Every head's gradients, in parallel over (head, block) tasks: pass 0 per head, pass 1 over key blocks,
-// pass 2 over query blocks.
+// Every head's gradients, in parallel over (head, key block) tasks after pass 0 per head. The tasks are taken from
+// one counter in increasing order (not `omp for`, whose dynamic schedule does not promise an order): a task only
+// ever waits for one taken before it.
 template <typename T>
 void backward_heads(std::vector<BackwardHead<T>>& heads, const Mat<T>* out) {
   const auto count = static_cast<Eigen::Index>(heads.size());
   const detail::RowBlocks queries{heads[0].q->rows(), kBackwardQueryBlock}, keys{heads[0].k->rows(), kBackwardKeyBlock};
   const T scale = T(1) / std::sqrt(static_cast<T>(heads[0].q->cols()));
+  DqTurns turns(count, queries.count());
+  std::atomic<Eigen::Index> next{0};
 #pragma omp parallel
   {
     BackwardWorkspace<T> w;
 #pragma omp for schedule(static)
-    for (Eigen::Index h = 0; h < count; ++h)
+    for (Eigen::Index h = 0; h < count; ++h) {
       heads[h].delta = heads[h].d_out->cwiseProduct(out[h]).rowwise().sum();
-    // (the implicit barrier of omp for: every D is ready before pass 1)
-#pragma omp for schedule(dynamic)
-    for (Eigen::Index t = 0; t < count * keys.count(); ++t) {
-      const Eigen::Index h = t / keys.count(), j = t % keys.count();
-      backward_key_block(heads[h], keys.begin(j), keys.length(j), scale, w);
+      heads[h].dq->setZero();
     }
-#pragma omp for schedule(dynamic)
-    for (Eigen::Index t = 0; t < count * queries.count(); ++t) {
-      const Eigen::Index h = t / queries.count(), i = t % queries.count();
-      backward_query_block(heads[h], queries.begin(i), queries.length(i), scale, w);
+    // (the implicit barrier of omp for: every D is ready and every dQ zero before the key blocks start)
+    for (Eigen::Index t = next.fetch_add(1); t < count * keys.count(); t = next.fetch_add(1)) {
+      const Eigen::Index h = t / keys.count(), j = t % keys.count();
+      backward_key_block(heads[h], h, j, keys.begin(j), keys.length(j), keys.count(), scale, turns, w);
     }
   }
 }

@@ -41,7 +41,7 @@ HeadStack<T> fused_attention(const HeadStack<T>& q, const HeadStack<T>& k, const
 template <typename T>
 Mat<T> fused_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index key_block, Vec<T>& lse);
 
-// Blocks of the backward: key blocks own dK and dV rows, query blocks own dQ rows.
+// Blocks of the backward: a task is one key block (its dK and dV rows) against every query block.
 inline constexpr Eigen::Index kBackwardQueryBlock = 128;
 inline constexpr Eigen::Index kBackwardKeyBlock = 128;
 
@@ -55,13 +55,12 @@ struct AttentionGradients {
 //   pass 0: D_i = sum_c dO_ic O_ic (= sum_j P_ij dP_ij: the softmax backward's row term).
 //   pass 1, per block of keys j (in parallel), over the query blocks i in order:
 //     S^T = K_j Q_i^T / sqrt(d), P^T = exp(S^T - lse_i) (every exponent <= 0 up to rounding: no overflow),
-//     dV_j += P^T dO_i, dP^T = V_j dO_i^T, dS^T = P^T o (dP^T - D_i), dK_j += dS^T Q_i / sqrt(d).
-//   pass 2, per block of queries i (in parallel), over the key blocks j in order:
-//     S^T and dS^T recomputed as in pass 1, dQ_i += dS_ij K_j / sqrt(d).
-// Each task owns the rows it writes and sums its blocks in a fixed order, so the gradients are bit for
-// bit the same for any thread count; memory beyond the inputs and gradients is two block x block
-// matrices per thread, never n_q x n_k. Pass 2 recomputes what pass 1 had (7 block products per block
-// pair instead of FlashAttention-2's 5) so that no two threads add into the same dQ rows.
+//     dV_j += P^T dO_i, dP^T = V_j dO_i^T, dS^T = P^T o (dP^T - D_i), dK_j += dS^T Q_i / sqrt(d),
+//     dQ_i += dS_ij K_j / sqrt(d), added in the order j = 0, 1, ... (a key block waits for its turn).
+// FlashAttention-2's five block products per block pair. A task owns its dK and dV rows, and dQ's rows take
+// their key blocks' terms in one fixed order, so the gradients are bit for bit the same for any thread
+// count; memory beyond the inputs and gradients is two block x block and three block x d matrices per
+// thread, never n_q x n_k.
 // Throws std::invalid_argument on mismatched shapes or a non-finite lse.
 template <typename T>
 AttentionGradients<T> fused_attention_backward(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& out,
