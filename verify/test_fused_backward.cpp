@@ -135,7 +135,7 @@ TEST_CASE("fused attention backward agrees with central differences (double)") {
   const std::uint64_t seed = kAttentionTestSeed + 22;
   Rng rng(seed);
   INFO("seed " << seed);
-  const Eigen::Index n = 2 * kBackwardQueryBlock + 9, d = 6;
+  const Eigen::Index n = kBackwardKeyBlock + 9, d = 6;  // two key blocks, five query blocks, the last ones partial
   const Mat<double> q = gaussian_matrix<double>(n, d, rng), k = gaussian_matrix<double>(n, d, rng),
                     v = gaussian_matrix<double>(n, d, rng), d_out = gaussian_matrix<double>(n, d, rng);
   Vec<double> lse;
@@ -167,9 +167,9 @@ TEST_CASE("fused attention backward on a stack: every head as alone, bit for bit
   const std::uint64_t seed = kAttentionTestSeed + 23;
   Rng rng(seed);
   INFO("seed " << seed);
-  // 3 query and 3 key blocks per head (the last ones partial), 4 heads: 12 key-block tasks adding into dQ in
-  // turn; 5 threads on fewer cores make the turns wait on descheduled threads.
-  HeadStack<float> q(2, 2, 2 * kBackwardQueryBlock + 17, 16), k = q, v = q, d_out = q;
+  // 3 key blocks per head (the last one partial), 4 heads: 12 key-block tasks adding into dQ in turn; 5 threads
+  // on fewer cores make the turns wait on descheduled threads.
+  HeadStack<float> q(2, 2, 2 * kBackwardKeyBlock + 17, 16), k = q, v = q, d_out = q;
   for (Eigen::Index i = 0; i < q.count(); ++i) {
     q[i] = gaussian_matrix<float>(q.n(), q.d(), rng);
     k[i] = gaussian_matrix<float>(q.n(), q.d(), rng);
