@@ -32,6 +32,7 @@
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/fashion_mnist_option.hpp"
+#include "attnlab/lab/mean_bands.hpp"
 #include "attnlab/lab/mean_interval.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/model/adam.hpp"
@@ -128,6 +129,8 @@ std::string interval_text(const MeanInterval& m) {
 }
 
 constexpr const char* kCurvesFile = "trained_growth_curves.csv";
+// Derived by the judge: mean evaluation loss per arm and step over the seeds, 95% interval (the report's bands).
+constexpr const char* kCurveMeansFile = "trained_growth_curve_means.csv";
 constexpr const char* kSummaryFile = "trained_growth_summary.csv";
 constexpr const char* kHeadsFile = "trained_growth_heads.csv";
 constexpr const char* kTimingFile = "trained_growth_timing.csv";
@@ -279,6 +282,9 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard, const ImageSet
 std::vector<ClaimRow> judge_g10(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const bool quick = cli.options().quick;
   const Plan plan = make_plan(quick);
+  cli.write_table(mean_band_table(TableReader(dir / kCurvesFile), {text_col("arm"), int_col("around_growth")}, int_col("step"),
+                                  "eval_loss", "seeds"),
+                  kCurveMeansFile);
   const TableReader t(dir / kSummaryFile);
   if (t.rows() == 0) throw std::runtime_error(fmt::format("{}: no rows to judge", (dir / kSummaryFile).string()));
   // [arm][seed] losses at the three points, in seed order.

@@ -23,15 +23,6 @@ from verdicts import read_verdicts  # noqa: E402 (tools/verdicts.py, beside this
 
 VERDICTS = read_verdicts()
 VERDICT_ORDER = [v for v, _ in VERDICTS]
-# Two-sided 95% Student-t quantiles by degrees of freedom; beyond 30 the normal value is close enough.
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042]
-
-
-def t975(df):
-    return T975[df - 1] if 1 <= df <= len(T975) else 1.96
-
 
 # ---------------------------------------------------------------- inputs
 
@@ -199,18 +190,6 @@ def aggregate(values, how):
     return values[m] if len(values) % 2 else 0.5 * (values[m - 1] + values[m])
 
 
-def mean_t95(values):
-    """(mean, lower, upper): the mean with its two-sided 95% Student-t interval (spread across the values, e.g.
-    seeds); lower = upper = mean for a single value, which has no spread to estimate."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, mean, mean
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = t975(n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
 def y_value(row, y):
     if "ratio" in y:
         a, b = (as_float(row.get(c)) for c in y["ratio"])
@@ -260,7 +239,10 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
     ys = [y if isinstance(y, dict) else {"col": y} for y in ys]
     series_cols = fig.get("series", [])
     series_cols = series_cols if isinstance(series_cols, list) else [series_cols]
+    how = fig.get("aggregate", "none")
     needed = [fig["x"]] + series_cols + list(fig.get("filter", {})) + list(fig.get("band", []))
+    if how == "mean_band":
+        needed.append(fig["count"])
     for y in ys:
         needed += y.get("ratio", [y.get("col")])
     missing = [c for c in needed if c and rows and c not in rows[0]]
@@ -274,10 +256,9 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
     xs_raw = [r[fig["x"]] for r in rows]
     categorical = any(as_float(v) is None for v in xs_raw)
     cats = sorted(set(xs_raw)) if categorical else []
-    how = fig.get("aggregate", "none")
     # series -> list of (x, y, lo, hi)
     series, order, values_of = {}, [], {}
-    replicates = set()  # mean_t95: how many rows each point averages
+    replicates = set()  # mean_band: how many replicates each mean is over (the table's count column)
     for y in ys:
         groups = {}
         for r in rows:
@@ -286,19 +267,18 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
             if x is None or v is None:
                 continue
             key = tuple(r[c] for c in series_cols)
-            if how == "none":
+            if how in ("none", "mean_band"):
                 lo = as_float(r[fig["band"][0]]) if "band" in fig else None
                 hi = as_float(r[fig["band"][1]]) if "band" in fig else None
                 groups.setdefault(key, []).append((x, v, lo, hi))
+                if how == "mean_band":
+                    replicates.add(int(r[fig["count"]]))
             else:
                 groups.setdefault(key, {}).setdefault(x, []).append(v)
         for key in sorted(groups, key=lambda k: tuple((as_float(c) is None, as_float(c) or 0, c) for c in k)):
             g = groups[key]
-            if how == "none":
+            if how in ("none", "mean_band"):
                 pts = sorted(g)
-            elif how == "mean_t95":  # the mean over the rows sharing x (e.g. seeds), its interval as the band
-                pts = sorted((x, *mean_t95(v)) for x, v in g.items())
-                replicates.update(len(v) for v in g.values())
             else:
                 pts = sorted((x, aggregate(v, how), None, None) for x, v in g.items())
             # Numbers alone say nothing in a key ("64"): name their column ("n = 64"); names speak for themselves.
@@ -317,7 +297,7 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
             return (i - (n_series - 1) / 2) * min(0.6 / max(n_series, 1), 0.12)
         # Whole-number x with intervals (epochs): spread the series by up to 0.25 of a step, so that every
         # series' error bar stays visible where they share an x.
-        if fig.get("xinteger") and how == "mean_t95":
+        if fig.get("xinteger") and how == "mean_band":
             return (i - (n_series - 1) / 2) * min(0.5 / max(n_series, 1), 0.06)
         return 0.0
 
@@ -346,11 +326,11 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
         if zeros:
             notes.append(f"{len(zeros)} point(s) with value exactly 0 are drawn as open circles on the floor "
                          f"{floor:.0e} of the log axis")
-    if how == "mean_t95":
+    if how == "mean_band":
         n_text = "–".join(str(n) for n in sorted({min(replicates), max(replicates)}))
-        notes.append(f"each line is the mean over the {n_text} rows ({', '.join(fig.get('replicates', ['runs']))}) "
-                     "sharing its x and series; the shaded band and the error bars are the 95% Student-t interval of that mean"
-                     + (" (a single row has no interval: its band is a line)" if min(replicates) < 2 else ""))
+        notes.append(f"each line is the mean over {n_text} {fig['count']} (the table's {fig['count']} column), the shaded "
+                     "band and the error bars its 95% Student-t interval, both as the experiment's judge computed them "
+                     f"({fig['csv']})" + (" (a single run has no interval: its band is a line)" if min(replicates) < 2 else ""))
     elif how != "none":
         notes.append(f"each point is the {how} over the rows sharing its x and series")
 
@@ -411,7 +391,7 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
         data.append("EOD")
         color = f"lc {i + 1}"
         style = fig.get("style", "points" if categorical or how == "none" else "linespoints")
-        if how == "mean_t95":
+        if how == "mean_band":
             # Every band before every line, so no band hides a line (also where a renderer ignores the opacity).
             bands.append(f"{block} using 1:3:4 with filledcurves {color} fs transparent solid 0.2 noborder notitle")
             plots.append(f"{block} using 1:2 with linespoints {color} lw 1.5 pt 7 ps 0.5 title {gp_str(label)}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks make_report.py's mean-with-interval figures (issue 14: test accuracy against epoch, one line per method,
-the 95% interval across seeds shaded) on a small synthetic table in a temporary directory, never in results/; and
-that a fitted line is the one the experiment's judge wrote into its fits table (issue 13 item 5), never refitted.
+the 95% interval across seeds shaded) on a small synthetic table in a temporary directory, never in results/: the
+line and band drawn are the means and intervals the experiment's judge wrote (lab/mean_bands.hpp), never
+recomputed; and that a fitted line is the one the judge wrote into its fits table (issue 13 item 5), never refitted.
 
 usage: tools/test_make_report.py [--gnuplot gnuplot] [--keep]
 """
@@ -31,21 +32,21 @@ def check(cond, what):
 
 
 def synthetic_rows(seeds, epochs):
-    """Accuracy curves rising to each method's plateau, with a small deterministic spread across seeds."""
+    """Rows of vit_training_epoch_means.csv: accuracy means rising to each method's plateau, each with an interval
+    that is not symmetric about it (no mean +- t s / sqrt(n) the report could have recomputed); none for one seed."""
     rows = []
     for method, top in METHODS.items():
-        for seed in seeds:
-            for epoch in range(1, epochs + 1):
-                acc = top - 0.25 * math.exp(-epoch) + 0.004 * ((seed * 7 + epoch * 3) % 5 - 2)
-                rows.append({"method": method, "seed": seed, "epoch": epoch, "step": epoch * 10, "train_loss": 0.5,
-                             "test_loss": 0.4, "test_accuracy": f"{acc:.6f}", "test_correct": round(acc * 1000),
-                             "test_images": 1000})
+        for epoch in range(1, epochs + 1):
+            acc = top - 0.25 * math.exp(-epoch)
+            below, above = (0.003 * epoch, 0.005 + 0.001 * epoch) if seeds > 1 else (0, 0)
+            rows.append({"method": method, "epoch": epoch, "seeds": seeds, "test_accuracy_mean": repr(acc),
+                         "lower95": repr(acc - below), "upper95": repr(acc + above)})
     return rows
 
 
 def write_results(directory, rows):
     os.makedirs(directory)
-    path = os.path.join(directory, "vit_training_epochs.csv")
+    path = os.path.join(directory, "vit_training_epoch_means.csv")
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -86,14 +87,6 @@ def main():
         print(f"test_make_report: {args.gnuplot} not found (Debian package gnuplot-nox): skipped")
         sys.exit(77)
 
-    # The interval itself: mean +- t(0.975, n - 1) s / sqrt(n).
-    mean, lo, hi = make_report.mean_t95([1.0, 2.0, 3.0])
-    check(mean == 2.0, "mean_t95 mean of 1, 2, 3")
-    check(abs((hi - mean) - 4.303 / math.sqrt(3)) < 1e-12 and abs((mean - lo) - 4.303 / math.sqrt(3)) < 1e-12,
-          f"mean_t95 half-width of 1, 2, 3: {hi - mean}")
-    check(make_report.mean_t95([0.7]) == (0.7, 0.7, 0.7), "mean_t95 of one value has no width")
-    check(make_report.mean_t95([0.5, 0.5, 0.5]) == (0.5, 0.5, 0.5), "mean_t95 of equal values has no width")
-
     tmp = tempfile.mkdtemp(prefix="attnlab-report-figures-")
     try:
         # "also": a further table's rows appended, each with the columns its set names (a value or a format over
@@ -116,12 +109,12 @@ def main():
 
         # Three seeds: a line per method with its band, the caption saying what both are.
         three = os.path.join(tmp, "three")
-        write_results(three, synthetic_rows([1, 2, 3], 5))
+        write_results(three, synthetic_rows(3, 5))
         report = run_report(three, args.gnuplot)
         svg = os.path.join(three, "figures", "u17_accuracy_vs_epoch.svg")
         check(os.path.isfile(svg), "u17_accuracy_vs_epoch.svg not written")
         check("](figures/u17_accuracy_vs_epoch.svg)" in report, "the figure is not in REPORT.md")
-        check("mean over the 3 rows (seeds)" in report and "95% Student-t interval" in report,
+        check("mean over 3 seeds" in report and "95% Student-t interval" in report,
               "the caption does not say what line and band are")
         bands, texts = bands_and_labels(svg)
         check(len(bands) == len(METHODS), f"{len(bands)} shaded bands, expected one per method ({len(METHODS)})")
@@ -134,7 +127,7 @@ def main():
             if len(pts) == 10:
                 heights = [abs(pts[i][1] - pts[9 - i][1]) for i in range(5)]
                 check(all(h > 0 for h in heights), f"band {fill} has zero height somewhere: {heights}")
-        # The numbers gnuplot receives: per method and epoch, mean and interval of that method's seeds.
+        # The numbers gnuplot receives: per method and epoch, the table's mean and interval, as written.
         import json
         spec = json.load(open(os.path.join(HERE, "report_figures.json")))
         fig = next(f for f in spec["figures"] if f["name"] == "u17_accuracy_vs_epoch")
@@ -147,7 +140,7 @@ def main():
 
         make_report.subprocess.run = capture
         try:
-            rows = synthetic_rows([1, 2, 3], 5)
+            rows = synthetic_rows(3, 5)
             make_report.build_figure(fig, [{k: str(v) for k, v in r.items()} for r in rows], os.path.join(tmp, "f.svg"),
                                      args.gnuplot)
         finally:
@@ -160,26 +153,25 @@ def main():
                 # Series sharing an epoch are drawn spread sideways, by less than a quarter of an epoch.
                 epoch = round(x)
                 check(abs(x - epoch) < 0.25, f"{method}: x {x!r} is not beside an epoch")
-                vals = [float(r["test_accuracy"]) for r in rows if r["method"] == method and r["epoch"] == epoch]
-                want = make_report.mean_t95(vals)
-                check(max(abs(a - b) for a, b in zip((y, lo, hi), want)) < 1e-12,
-                      f"{method} epoch {x:g}: drawn {(y, lo, hi)}, expected {want}")
+                row = next(r for r in rows if r["method"] == method and r["epoch"] == epoch)
+                want = tuple(float(row[c]) for c in ("test_accuracy_mean", "lower95", "upper95"))
+                check((y, lo, hi) == want, f"{method} epoch {x:g}: drawn {(y, lo, hi)}, the table says {want}")
                 check(lo < y < hi, f"{method} epoch {x:g}: the mean lies outside its band")
 
         # One seed: no interval to shade, and the caption says so.
         one = os.path.join(tmp, "one")
-        write_results(one, synthetic_rows([1], 4))
+        write_results(one, synthetic_rows(1, 4))
         report = run_report(one, args.gnuplot)
-        check("a single row has no interval" in report, "the one-seed caption does not say there is no interval")
+        check("a single run has no interval" in report, "the one-seed caption does not say there is no interval")
 
         # No training table: the figure is listed as not drawn.
         none = os.path.join(tmp, "none")
-        write_results(none, synthetic_rows([1], 2))
-        os.remove(os.path.join(none, "vit_training_epochs.csv"))
+        write_results(none, synthetic_rows(1, 2))
+        os.remove(os.path.join(none, "vit_training_epoch_means.csv"))
         with open(os.path.join(none, "claims.csv"), "w") as f:
             f.write("id,source,verdict,metric,observed,threshold,evidence,note\nU16,002.txt,untested,accuracy,,,,not here\n")
         report = run_report(none, args.gnuplot)
-        check(re.search(r"`u17_accuracy_vs_epoch` \(U17\): `vit_training_epochs.csv` is not in this run", report) is not None,
+        check(re.search(r"`u17_accuracy_vs_epoch` \(U17\): `vit_training_epoch_means.csv` is not in this run", report) is not None,
               "a missing training table is not reported under 'Figures not drawn'")
         # Fitted lines: drawn from the fits table's numbers (not refitted from the points: the points below lie
         # on slope 2, the table says 1.5), over its x range; a series without its fit row skips the figure.

@@ -4,7 +4,10 @@
 #include <cmath>
 
 #include "attnlab/core/rng.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/fit_table.hpp"
+#include "attnlab/lab/mean_bands.hpp"
+#include "attnlab/lab/mean_interval.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "support.hpp"
@@ -74,6 +77,48 @@ TEST_CASE("a fit's table row: its x range, slope, interval and intercept, in fit
   table.add_row(row);  // the types agree with the columns
   // Columns named 95 hold only a 95% interval.
   CHECK_THROWS_AS(fit_cells(fit_power_law({1, 2, 4}, {1, 4, 17}, 0.9)), std::invalid_argument);
+}
+
+TEST_CASE("mean bands: one row per key and x in first-seen order, mean and Student-t interval of its replicates") {
+  attnlab::testing::ScratchDir dir;
+  // Seed-major like the experiments' curves; method b has one seed only, at x = 2 a value that is not a number.
+  CsvTable t({int_col("seed"), text_col("method"), int_col("x"), real_col("loss", true)});
+  for (int seed = 0; seed < 3; ++seed)
+    for (int x : {2, 1}) t.add_row({seed, std::string("a"), x, 1.0 + seed + 0.5 * x});
+  t.add_row({0, std::string("b"), 1, 0.25});
+  t.write(dir.path() / "curves.csv");
+  const TableReader curves(dir.path() / "curves.csv");
+  const CsvTable bands = mean_band_table(curves, {text_col("method")}, int_col("x"), "loss", "seeds");
+  CHECK(bands.header_line() == "method,x,seeds,loss_mean,lower95,upper95");
+  REQUIRE(bands.row_count() == 3);
+  bands.write(dir.path() / "bands.csv");
+  const TableReader b(dir.path() / "bands.csv");
+  CHECK(b.text(0, "method") == "a");
+  CHECK(b.integer(0, "x") == 2);  // first seen, not sorted
+  CHECK(b.integer(1, "x") == 1);
+  CHECK(b.text(2, "method") == "b");
+  // a at x = 2: 2, 3, 4 -> mean 3, s = 1, half-width t(0.975, 2) / sqrt(3). Two degrees of freedom have a closed
+  // form, t(p, 2) = (2p - 1) / sqrt(2 p (1 - p)) = 4.30265272974946 (SciPy 1.10's t.ppf is 4e-11 off it).
+  const double p = 0.975, half = (2 * p - 1) / std::sqrt(2 * p * (1 - p)) / std::sqrt(3.0);
+  CHECK(b.integer(0, "seeds") == 3);
+  CHECK(b.real(0, "loss_mean") == doctest::Approx(3.0).epsilon(1e-15));
+  CHECK(b.real(0, "lower95") == doctest::Approx(3.0 - half).epsilon(1e-12));
+  CHECK(b.real(0, "upper95") == doctest::Approx(3.0 + half).epsilon(1e-12));
+  const MeanInterval direct = student_t_mean_interval({1.5, 2.5, 3.5});
+  CHECK(b.real(1, "lower95") == direct.interval.lower);  // the judges' interval, bit for bit
+  CHECK(b.real(1, "upper95") == direct.interval.upper);
+  // One replicate: no spread, the band is the mean itself.
+  CHECK(b.integer(2, "seeds") == 1);
+  CHECK(b.real(2, "lower95") == 0.25);
+  CHECK(b.real(2, "upper95") == 0.25);
+  // A non-finite value is reported, not written as a band.
+  t.add_row({1, std::string("b"), 1, std::nan("")});
+  t.write(dir.path() / "curves.csv");
+  CHECK_THROWS_AS(mean_band_table(TableReader(dir.path() / "curves.csv"), {text_col("method")}, int_col("x"), "loss", "seeds"),
+                  NonFiniteError);
+  // A column the table lacks is named.
+  CHECK_THROWS_WITH_AS(mean_band_table(curves, {text_col("arm")}, int_col("x"), "loss", "seeds"),
+                       doctest::Contains("arm"), TableReadError);
 }
 
 TEST_CASE("medians of odd and even counts") {
