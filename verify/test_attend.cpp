@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(42);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kAttendSeed = attnlab::testing::test_seed(42);  // ATTNLAB_TEST_SEED overrides it
 constexpr Eigen::Index kN = 24, kD = 8, kDv = 5;
 
 // Q, K, V written as float64 files: (n, d) when `heads` is 0, else (2, heads, n, d).
@@ -70,7 +70,7 @@ struct OneEigenThread {
 template <typename T>
 using Reference = std::function<HeadStack<T>(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&)>;
 
-// The library calls attend must make for each method with the flags below (seed kSeed).
+// The library calls attend must make for each method with the flags below (seed kAttendSeed).
 template <typename T>
 std::vector<std::pair<std::vector<std::string>, Reference<T>>> method_cases() {
   using S = HeadStack<T>;
@@ -83,7 +83,7 @@ std::vector<std::pair<std::vector<std::string>, Reference<T>>> method_cases() {
       {{"--method", "linear-elu"}, [](const S& q, const S& k, const S& v) { return elu_linear_attention(q, k, v); }},
       {{"--method", "linformer", "--proj", "6"},
        [](const S& q, const S& k, const S& v) {
-         Rng rng(kSeed);
+         Rng rng(kAttendSeed);
          return linformer_attention(q, k, v, gaussian_projections(kN, 6, ProjectionSharing::separate, rng).cast<T>());
        }},
       {{"--method", "linformer", "--projection", "segment-mean"},  // default k: min(64, n) = n
@@ -92,12 +92,12 @@ std::vector<std::pair<std::vector<std::string>, Reference<T>>> method_cases() {
        }},
       {{"--method", "random-fourier", "--features", "16"},
        [tau](const S& q, const S& k, const S& v) {
-         Rng rng(kSeed);
+         Rng rng(kAttendSeed);
          return random_fourier_attention(q, k, v, draw_fourier_features(kD, 16, 1 / std::sqrt(tau), rng), tau);
        }},
       {{"--method", "favor", "--features", "20"},
        [](const S& q, const S& k, const S& v) {
-         Rng rng(kSeed);
+         Rng rng(kAttendSeed);
          return favor_attention(q, k, v, draw_favor_features(kD, 20, true, rng));
        }},
       {{"--method", "nystrom", "--landmarks", "5", "--pinv", "svd"},
@@ -123,7 +123,7 @@ std::vector<std::pair<std::vector<std::string>, Reference<T>>> fast_cases() {
        [](const S& q, const S& k, const S& v) { return fast_elu_linear_attention(q, k, v); }},
       {{"--method", "linformer", "--proj", "6", "--impl", "fast"},
        [](const S& q, const S& k, const S& v) {
-         Rng rng(kSeed);
+         Rng rng(kAttendSeed);
          return fast_linformer_attention(q, k, v, gaussian_projections(kN, 6, ProjectionSharing::separate, rng).cast<T>());
        }},
       {{"--method", "nystrom", "--landmarks", "6", "--impl", "fast"},
@@ -155,7 +155,7 @@ void check_methods(Eigen::Index heads, bool fast = false) {
     for (const char* threads : {"1", "2"}) {
       INFO(flags[1] << " " << (flags.size() > 2 ? flags[2] : "") << " --dtype " << std::string(dtype) << " --threads " << std::string(threads));
       const auto r = run_binary("attend", concat(in.args, concat(flags, {"--dtype", dtype, "--threads", threads,
-                                                                         "--seed", std::to_string(kSeed), "--out",
+                                                                         "--seed", std::to_string(kAttendSeed), "--out",
                                                                          out.string()})));
       REQUIRE(r.exit_status == 0);
       CHECK(r.output.empty());

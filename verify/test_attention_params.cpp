@@ -13,7 +13,7 @@
 using namespace attnlab;
 
 namespace {
-const std::uint64_t kSeed = attnlab::testing::test_seed(4204);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kAttentionParamsSeed = attnlab::testing::test_seed(4204);  // ATTNLAB_TEST_SEED overrides it
 }
 
 TEST_CASE("parameter count: the same for every allowed head count, with and without bias") {
@@ -36,8 +36,8 @@ TEST_CASE("parameter count: the same for every allowed head count, with and with
 }
 
 TEST_CASE("bias by augmentation: X with a ones column times W with a bias row equals X W + 1 b^T to rounding") {
-  Rng rng(kSeed);
-  INFO("seed " << kSeed);
+  Rng rng(kAttentionParamsSeed);
+  INFO("seed " << kAttentionParamsSeed);
   for (int n : {1, 2, 3, 17})
     for (int d : {1, 2, 3, 11}) {
       const Mat<float> x = gaussian_matrix<float>(n, d, rng), w = gaussian_matrix<float>(d, 5, rng);
@@ -54,8 +54,8 @@ TEST_CASE("bias by augmentation: X with a ones column times W with a bias row eq
 }
 
 TEST_CASE("zero-padded growth leaves X W_Q W_K^T X^T unchanged and new columns get zero gradient") {
-  Rng rng(kSeed + 1);
-  INFO("seed " << kSeed + 1);
+  Rng rng(kAttentionParamsSeed + 1);
+  INFO("seed " << kAttentionParamsSeed + 1);
   const int n = 6, d = 5, k = 2, p = 3;
   const Mat<double> x = gaussian_matrix(n, d, rng), wq = gaussian_matrix(d, k, rng), wk = gaussian_matrix(d, k, rng);
   const Mat<double> wq2 = zero_pad_columns(wq, p), wk2 = zero_pad_columns(wk, p);
@@ -74,8 +74,8 @@ TEST_CASE("zero-padded growth leaves X W_Q W_K^T X^T unchanged and new columns g
 }
 
 TEST_CASE("head split: the reference projection is bitwise the concatenation of per-head projections") {
-  Rng rng(kSeed + 2);
-  INFO("seed " << kSeed + 2);
+  Rng rng(kAttentionParamsSeed + 2);
+  INFO("seed " << kAttentionParamsSeed + 2);
   for (int h : {1, 2, 3, 4}) {
     const int d_head = 3, d_model = h * d_head, n = 5;
     const Mat<float> x = gaussian_matrix<float>(n, d_model, rng), w = gaussian_matrix<float>(d_model, d_model, rng);
@@ -93,8 +93,8 @@ TEST_CASE("head split: the reference projection is bitwise the concatenation of 
 }
 
 TEST_CASE("factored and merged scores agree, and counts match the formulas and the crossover") {
-  Rng rng(kSeed + 3);
-  INFO("seed " << kSeed + 3);
+  Rng rng(kAttentionParamsSeed + 3);
+  INFO("seed " << kAttentionParamsSeed + 3);
   for (int n : {1, 2, 3, 9})
     for (int d : {1, 2, 5}) {
       const int dk = 1 + d / 2;

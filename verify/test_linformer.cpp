@@ -15,7 +15,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(31337);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kLinformerSeed = attnlab::testing::test_seed(31337);  // ATTNLAB_TEST_SEED overrides it
 
 // The attention formula written out once more, independently of the library's kernels.
 template <typename T>
@@ -32,8 +32,8 @@ std::vector<Eigen::Index> sizes(Rng& rng) {
 
 template <typename T>
 void check_identity_reduction() {
-  Rng rng(kSeed);
-  INFO("seed " << kSeed);
+  Rng rng(kLinformerSeed);
+  INFO("seed " << kLinformerSeed);
   for (Eigen::Index n : sizes(rng)) {
     const Eigen::Index d = 1 + static_cast<Eigen::Index>(rng.uniform() * 16);
     const Mat<T> q = gaussian_matrix<T>(n, d, rng), k = gaussian_matrix<T>(n, d, rng), v = gaussian_matrix<T>(n, d, rng);
@@ -61,8 +61,8 @@ TEST_CASE("linformer: E = F = I reproduces exact softmax attention, float and do
 }
 
 TEST_CASE("linformer: row-blocked reference matches the full formula across block boundaries") {
-  Rng rng(kSeed + 1);
-  INFO("seed " << kSeed + 1);
+  Rng rng(kLinformerSeed + 1);
+  INFO("seed " << kLinformerSeed + 1);
   const Eigen::Index n = 600, d = 8;
   const Mat<double> q = gaussian_matrix(n, d, rng), k = gaussian_matrix(n, d, rng), v = gaussian_matrix(n, d, rng);
   const double diff = (linformer_reference_attention(q, k, v) - direct_attention(q, k, v)).norm();
@@ -71,8 +71,8 @@ TEST_CASE("linformer: row-blocked reference matches the full formula across bloc
 }
 
 TEST_CASE("linformer: float kernel agrees with the double kernel on the same projections") {
-  Rng rng(kSeed + 2);
-  INFO("seed " << kSeed + 2);
+  Rng rng(kLinformerSeed + 2);
+  INFO("seed " << kLinformerSeed + 2);
   for (Eigen::Index n : sizes(rng)) {
     const Eigen::Index d = 8, kp = std::max<Eigen::Index>(1, n / 2);
     const Mat<double> q = gaussian_matrix(n, d, rng), k = gaussian_matrix(n, d, rng), v = gaussian_matrix(n, d, rng);
@@ -90,8 +90,8 @@ TEST_CASE("linformer: float kernel agrees with the double kernel on the same pro
 }
 
 TEST_CASE("linformer: attention rows sum to 1 and logits of +-1e4 give finite output") {
-  Rng rng(kSeed + 3);
-  INFO("seed " << kSeed + 3);
+  Rng rng(kLinformerSeed + 3);
+  INFO("seed " << kLinformerSeed + 3);
   for (Eigen::Index n : {Eigen::Index(1), Eigen::Index(2), Eigen::Index(3), Eigen::Index(57)}) {
     const Eigen::Index d = 4, kp = std::max<Eigen::Index>(1, n / 3);
     Mat<double> q = gaussian_matrix(n, d, rng), k = gaussian_matrix(n, d, rng);
@@ -125,7 +125,7 @@ TEST_CASE("linformer: attention rows sum to 1 and logits of +-1e4 give finite ou
 
 TEST_CASE("linformer: empty inputs are rejected naming the value; size 1 returns V") {
   const Mat<double> empty(0, 4);
-  Rng rng(kSeed + 4);
+  Rng rng(kLinformerSeed + 4);
   CHECK_THROWS_WITH_AS(linformer_attention(empty, empty, empty, identity_projections(1)),
                        doctest::Contains("n = 0"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(gaussian_projections(8, 0, ProjectionSharing::shared, rng), doctest::Contains("k (= 0)"),
@@ -143,8 +143,8 @@ TEST_CASE("linformer: empty inputs are rejected naming the value; size 1 returns
 }
 
 TEST_CASE("linformer: the head-stack wrapper equals the per-head kernel for every head") {
-  Rng rng(kSeed + 5);
-  INFO("seed " << kSeed + 5);
+  Rng rng(kLinformerSeed + 5);
+  INFO("seed " << kLinformerSeed + 5);
   const Eigen::Index batch = 2, heads = 3, n = 20, d = 5, kp = 6;
   HeadStack<float> q(batch, heads, n, d), k(batch, heads, n, d), v(batch, heads, n, d);
   for (Eigen::Index i = 0; i < q.count(); ++i) {
@@ -169,7 +169,7 @@ TEST_CASE("linformer: segment-mean and Gaussian projections have the stated stru
       CHECK(((p.e.array() > 0).cast<int>().colwise().sum().array() == 1).all());
     }
   CHECK_THROWS_AS(segment_mean_projections(3, 4), std::invalid_argument);
-  Rng rng(kSeed + 6);
+  Rng rng(kLinformerSeed + 6);
   const auto shared = gaussian_projections(400, 50, ProjectionSharing::shared, rng);
   CHECK(shared.e == shared.f);
   const auto sep = gaussian_projections(400, 50, ProjectionSharing::separate, rng);
@@ -179,8 +179,8 @@ TEST_CASE("linformer: segment-mean and Gaussian projections have the stated stru
 }
 
 TEST_CASE("best rank-r attention: exact at r = n, errors decrease with r, match a direct computation") {
-  Rng rng(kSeed + 7);
-  INFO("seed " << kSeed + 7);
+  Rng rng(kLinformerSeed + 7);
+  INFO("seed " << kLinformerSeed + 7);
   for (Eigen::Index n : {Eigen::Index(1), Eigen::Index(2), Eigen::Index(3), Eigen::Index(40)}) {
     const Eigen::Index d = 4;
     const Mat<double> q = gaussian_matrix(n, d, rng, 2.0), k = gaussian_matrix(n, d, rng, 2.0),
@@ -209,7 +209,7 @@ TEST_CASE("best rank-r attention: exact at r = n, errors decrease with r, match 
 }
 
 TEST_CASE("round trip R^T R w: direct and sampled draws have mean w and E||R^T R w - w||^2 = ||w||^2 (n+1)/k") {
-  const std::uint64_t seed = kSeed + 8;
+  const std::uint64_t seed = kLinformerSeed + 8;
   INFO("seed " << seed);
   Rng rng(seed);
   const Eigen::Index n = 30, k = 7, trials = 4000;
@@ -235,7 +235,7 @@ TEST_CASE("round trip R^T R w: direct and sampled draws have mean w and E||R^T R
 }
 
 TEST_CASE("chi-square variates have mean dof and variance 2 dof, for dof below and above 2") {
-  Rng rng(kSeed + 9);
+  Rng rng(kLinformerSeed + 9);
   for (double dof : {1.0, 3.0, 250.0}) {
     const int trials = 20000;
     double s = 0, s2 = 0;

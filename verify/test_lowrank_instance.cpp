@@ -18,13 +18,13 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(20251127);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kLowrankInstanceSeed = attnlab::testing::test_seed(20251127);  // ATTNLAB_TEST_SEED overrides it
 
 }  // namespace
 
 TEST_CASE("measure_lowrank_instance: recipe and Remark 2.1 exact on square orthogonal X, Remark 2.1 off on tall X") {
-  Rng rng(kSeed);
-  INFO("seed " << kSeed);
+  Rng rng(kLowrankInstanceSeed);
+  INFO("seed " << kLowrankInstanceSeed);
   FactoredSearchOptions search;
   search.starts = 3;
   for (int rep = 0, repeat = attnlab::testing::test_repeat(3); rep < repeat; ++rep) {
@@ -54,8 +54,8 @@ TEST_CASE("measure_lowrank_instance: recipe and Remark 2.1 exact on square ortho
 TEST_CASE("x_spectrum: a layer's X' = [z | 1] from LayerNorm has rank D, one less than its columns") {
   // Every row of LN's output satisfies sum_j (z_ij - beta_j) / gamma_j = 0, so with the 1-column the
   // columns of [z | 1] are dependent (G11's note relies on it).
-  Rng rng(kSeed + 1);
-  INFO("seed " << kSeed + 1);
+  Rng rng(kLowrankInstanceSeed + 1);
+  INFO("seed " << kLowrankInstanceSeed + 1);
   const Eigen::Index n = 40, D = 8;
   const Mat<double> in = gaussian_matrix(n, D, rng, 3.0);
   const Vec<double> gamma = (gaussian_matrix(D, 1, rng, 0.2).array() + 1.0).matrix(), beta = gaussian_matrix(D, 1, rng, 0.5);

@@ -14,7 +14,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(4242);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kMultiheadLayerSeed = attnlab::testing::test_seed(4242);  // ATTNLAB_TEST_SEED overrides it
 
 // Concat_h softmax(X Wq_h (X Wk_h)^T / sqrt(d_h)) X Wv_h, then W_O: the layer written out directly.
 template <typename T>
@@ -31,8 +31,8 @@ Mat<T> direct_layer(const Mat<T>& x, const MultiheadWeights<T>& w) {
 
 template <typename T>
 void check_exact_layer() {
-  Rng rng(kSeed);
-  INFO("seed " << kSeed);
+  Rng rng(kMultiheadLayerSeed);
+  INFO("seed " << kMultiheadLayerSeed);
   for (Eigen::Index n : {Eigen::Index(1), Eigen::Index(2), Eigen::Index(3), Eigen::Index(37)})
     for (Eigen::Index heads : {Eigen::Index(1), Eigen::Index(2), Eigen::Index(4)}) {
       const Eigen::Index d_model = 8;
@@ -57,7 +57,7 @@ TEST_CASE("multihead layer with exact attention matches a direct per-head comput
 }
 
 TEST_CASE("multihead layer: the batched version equals the per-sequence one; shape errors name the value") {
-  Rng rng(kSeed + 1);
+  Rng rng(kMultiheadLayerSeed + 1);
   const Eigen::Index batch = 3, n = 16, d_model = 12, heads = 3;
   const auto w = gaussian_multihead_weights(d_model, heads, rng);
   HeadStack<double> x(batch, 1, n, d_model);
@@ -93,8 +93,8 @@ TEST_CASE("explainer snippet: as written it fails at proj_k for the documented s
 }
 
 TEST_CASE("explainer snippet, corrected, in eval mode with zero projection biases is our Linformer layer") {
-  Rng rng(kSeed + 2);
-  INFO("seed " << kSeed + 2);
+  Rng rng(kMultiheadLayerSeed + 2);
+  INFO("seed " << kMultiheadLayerSeed + 2);
   for (Eigen::Index n : {Eigen::Index(1), Eigen::Index(3), Eigen::Index(24)}) {
     const SnippetConfig c = snippet_corrected(2, n, 8, 2, 4);
     SnippetWeights<double> sw = snippet_default_weights(c, rng);

@@ -13,7 +13,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(4004);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kPseudoinverseSeed = attnlab::testing::test_seed(4004);  // ATTNLAB_TEST_SEED overrides it
 
 // Shapes (rows, cols): edge sizes 1, 2, 3 and a few random ones, tall, square and wide.
 std::vector<std::pair<int, int>> test_shapes(Rng& rng) {
@@ -32,8 +32,8 @@ Eigen::MatrixXd ranked_matrix(int rows, int cols, int rank, double cond, Rng& rn
 
 template <typename T>
 void check_penrose_svd_and_cod() {
-  Rng rng(kSeed);
-  INFO("seed " << kSeed);
+  Rng rng(kPseudoinverseSeed);
+  INFO("seed " << kPseudoinverseSeed);
   const double eps = std::numeric_limits<T>::epsilon();
   const double cond = 10;
   for (const auto& [m, n] : test_shapes(rng)) {
@@ -68,8 +68,8 @@ TEST_CASE("pinv_svd and pinv_cod satisfy the four Penrose conditions, full rank 
 }
 
 TEST_CASE("pseudoinverse of orthonormal columns is the transpose") {
-  Rng rng(kSeed + 1);
-  INFO("seed " << kSeed + 1);
+  Rng rng(kPseudoinverseSeed + 1);
+  INFO("seed " << kPseudoinverseSeed + 1);
   for (int n : {1, 2, 3, 7}) {
     const Eigen::MatrixXd q = random_orthonormal(n + 3, n, rng);
     ATTNLAB_CHECK_RATIO_LE((pinv_svd<double>(q).pinv - q.transpose()).norm() / ((n + 3) * 2.2e-16 * n), 30,
@@ -78,7 +78,7 @@ TEST_CASE("pseudoinverse of orthonormal columns is the transpose") {
 }
 
 TEST_CASE("pinv_svd honours an explicit cutoff") {
-  Rng rng(kSeed + 2);
+  Rng rng(kPseudoinverseSeed + 2);
   Eigen::VectorXd s(4);
   s << 1, 1e-2, 1e-4, 1e-6;
   const Eigen::MatrixXd a = matrix_with_singular_values(6, 4, s, rng);
@@ -88,8 +88,8 @@ TEST_CASE("pinv_svd honours an explicit cutoff") {
 }
 
 TEST_CASE("(A^T A)^{-1} A^T is A^+ exactly when A has full column rank") {
-  Rng rng(kSeed + 3);
-  INFO("seed " << kSeed + 3);
+  Rng rng(kPseudoinverseSeed + 3);
+  INFO("seed " << kPseudoinverseSeed + 3);
   for (int n : {1, 2, 3, 5, 9}) {
     const int m = n + 1 + static_cast<int>(rng.uniform() * 6);
     const double cond = 10;

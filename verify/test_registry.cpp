@@ -16,7 +16,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(20251126);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kRegistrySeed = attnlab::testing::test_seed(20251126);  // ATTNLAB_TEST_SEED overrides it
 
 HeadStack<double> gaussian_stack(Eigen::Index n, Eigen::Index d, Rng& rng) {
   HeadStack<double> s(2, 2, n, d);
@@ -98,7 +98,7 @@ TEST_CASE("registry: draws have the shapes their method needs, and only random m
   p.projected = 5, p.features = 12;
   for (const AttentionMethod& m : attention_methods()) {
     INFO(m.name);
-    Rng rng(kSeed);
+    Rng rng(kRegistrySeed);
     const MethodDraws draws = m.draw(p, 20, 6, rng);
     CHECK(draws.projections.has_value() == (m.name == "linformer"));
     CHECK(draws.features.has_value() == (m.name == "random-fourier" || m.name == "favor"));
@@ -116,8 +116,8 @@ TEST_CASE("registry: draws have the shapes their method needs, and only random m
 }
 
 TEST_CASE("registry: each fast kernel agrees with its reference to rounding (double)") {
-  Rng rng(kSeed);
-  INFO("seed " << kSeed);
+  Rng rng(kRegistrySeed);
+  INFO("seed " << kRegistrySeed);
   const Eigen::Index n = 96, d = 16;
   const HeadStack<double> q = gaussian_stack(n, d, rng), k = gaussian_stack(n, d, rng), v = gaussian_stack(n, d, rng);
   MethodParams p;
@@ -125,7 +125,7 @@ TEST_CASE("registry: each fast kernel agrees with its reference to rounding (dou
   for (const AttentionMethod& m : attention_methods()) {
     if (!m.has_fast()) continue;
     INFO(m.name);
-    Rng draw_rng(kSeed + 1);
+    Rng draw_rng(kRegistrySeed + 1);
     const MethodDraws draws = m.draw(p, n, d, draw_rng);
     const HeadStack<double> ref = run_attention(m, Impl::reference, q, k, v, p, draws);
     const HeadStack<double> fast = run_attention(m, Impl::fast, q, k, v, p, draws);
@@ -136,7 +136,7 @@ TEST_CASE("registry: each fast kernel agrees with its reference to rounding (dou
 }
 
 TEST_CASE("registry: what a kernel cannot take is refused with std::invalid_argument") {
-  Rng rng(kSeed);
+  Rng rng(kRegistrySeed);
   const HeadStack<double> q = gaussian_stack(16, 4, rng);
   MethodParams p;
   CHECK_THROWS_AS(run_attention(attention_method("linear-shen"), Impl::fast, q, q, q, p), std::invalid_argument);

@@ -19,7 +19,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(20251127);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kScoreProbeSeed = attnlab::testing::test_seed(20251127);  // ATTNLAB_TEST_SEED overrides it
 
 ViTConfig probe_config(const std::string& method) {
   ViTConfig c;
@@ -31,7 +31,7 @@ ViTConfig probe_config(const std::string& method) {
   c.heads = 2;
   c.layers = 2;
   c.mlp = 12;
-  c.seed = kSeed;
+  c.seed = kScoreProbeSeed;
   c.attention.method = method;
   return c;
 }
@@ -68,8 +68,8 @@ void sharpen(ViT<double>& model, Rng& rng) {
 }  // namespace
 
 TEST_CASE("score probe: the copy computes exactly what the model computes") {
-  INFO("seed " << kSeed);
-  Rng rng(kSeed);
+  INFO("seed " << kScoreProbeSeed);
+  Rng rng(kScoreProbeSeed);
   ViT<double> model = probe_model("exact");
   sharpen(model, rng);
   const Images im = random_images(3, rng);
@@ -99,8 +99,8 @@ TEST_CASE("score probe: the copy computes exactly what the model computes") {
 }
 
 TEST_CASE("score probe: S = X' M X'^T with X' = [z | 1], M = W'_Q W'_K^T / sqrt(d_k)") {
-  INFO("seed " << kSeed + 1);
-  Rng rng(kSeed + 1);
+  INFO("seed " << kScoreProbeSeed + 1);
+  Rng rng(kScoreProbeSeed + 1);
   ViT<double> model = probe_model("exact");
   sharpen(model, rng);
   const Images im = random_images(1, rng);
@@ -130,8 +130,8 @@ TEST_CASE("score probe: S = X' M X'^T with X' = [z | 1], M = W'_Q W'_K^T / sqrt(
 }
 
 TEST_CASE("score probe: dL/dS against central finite differences of loss_with_offsets") {
-  INFO("seed " << kSeed + 2);
-  Rng rng(kSeed + 2);
+  INFO("seed " << kScoreProbeSeed + 2);
+  Rng rng(kScoreProbeSeed + 2);
   ViT<double> model = probe_model("exact");
   sharpen(model, rng);
   const Images im = random_images(2, rng);
@@ -160,7 +160,7 @@ TEST_CASE("score probe: dL/dS against central finite differences of loss_with_of
 
 TEST_CASE("score probe: refusals") {
   CHECK_THROWS_AS(ScoreProbe<double>(probe_model("linear-elu")), std::invalid_argument);
-  Rng rng(kSeed + 3);
+  Rng rng(kScoreProbeSeed + 3);
   const Images im = random_images(1, rng);
   ScoreProbe<double> probe(probe_model("exact"));
   ImageScores<double> sc;

@@ -32,7 +32,7 @@ using namespace attnlab::testing;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(20251125);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kTrainableAttentionSeed = attnlab::testing::test_seed(20251125);  // ATTNLAB_TEST_SEED overrides it
 
 // Central differences D(h) = (L(x + h) - L(x - h)) / 2h in double, extrapolated (Richardson):
 // g_fd = (4 D(h) - D(2h)) / 3 cancels the h^2 L''' / 6 term of D(h), leaving truncation
@@ -473,7 +473,7 @@ TEST_CASE("trainable attention: the names, the factory's errors and describe()")
 }
 
 TEST_CASE("trainable attention: misuse of forward and backward is refused, naming the value") {
-  Rng rng(kSeed);
+  Rng rng(kTrainableAttentionSeed);
   const Inputs in = make_inputs(5, 3, 2, rng);
   for (const std::string& name : trainable_attention_names()) {
     INFO(name);
@@ -495,7 +495,7 @@ TEST_CASE("trainable attention: misuse of forward and backward is refused, namin
 }
 
 TEST_CASE("trainable attention: forward equals the library's kernel for the method (double and float)") {
-  for_every_case(kSeed + 1, [](const TrainableAttentionConfig& c, const Inputs& in) {
+  for_every_case(kTrainableAttentionSeed + 1, [](const TrainableAttentionConfig& c, const Inputs& in) {
     for (Eigen::Index head = 0; head < c.heads; ++head) {
       auto md = build<double>(c);
       const Mat<double> out_d = run_forward(*md, head, in.q, in.k, in.v);
@@ -515,7 +515,7 @@ TEST_CASE("trainable attention: forward equals the library's kernel for the meth
 }
 
 TEST_CASE("trainable attention: backward equals central finite differences in double, for every input and parameter") {
-  for_every_case(kSeed + 2, [](const TrainableAttentionConfig& c, const Inputs& given) {
+  for_every_case(kTrainableAttentionSeed + 2, [](const TrainableAttentionConfig& c, const Inputs& given) {
     const Inputs in = away_from_kinks(c, given);
     auto m = build<double>(c);
     const Eigen::Index head = c.heads - 1;  // the last head: per-head draws must be the ones forward used
@@ -532,7 +532,7 @@ TEST_CASE("trainable attention: the finite-difference check fails on a wrong gra
   // Every method: one entry of each gradient moved by 100 tolerances of the ratio's denominator
   // must push that ratio above the tolerance. And a real mistake: symmetric attention's backward
   // handed to exact attention's forward differs from its finite differences (n >= 2).
-  for_every_case(kSeed + 3, [](const TrainableAttentionConfig& c, const Inputs& given) {
+  for_every_case(kTrainableAttentionSeed + 3, [](const TrainableAttentionConfig& c, const Inputs& given) {
     const Inputs in = away_from_kinks(c, given);
     auto m = build<double>(c);
     const Grads<double> g = run_backward(*m, 0, in.q, in.k, in.v, in.d_out);
@@ -549,7 +549,7 @@ TEST_CASE("trainable attention: the finite-difference check fails on a wrong gra
     for (std::size_t p = 0; p < g.params.size(); ++p)
       ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.params[p], fd.fd.params[p]), kFdTolerance, "bumped param" + std::to_string(p));
   });
-  Rng rng(kSeed + 4);
+  Rng rng(kTrainableAttentionSeed + 4);
   for (Eigen::Index n : {Eigen::Index(2), Eigen::Index(7)}) {
     const Inputs in = make_inputs(n, 3, 2, rng);
     auto exact = build<double>(config_of("exact", n, 3, 2, 1));
@@ -571,7 +571,7 @@ TEST_CASE("trainable attention: float forward and backward are close to double")
   // bounds the relative error of each pass, times the method's conditioning (1 for positive
   // weights); 30 (LAPACK's threshold) covers the few passes chained and the cancellation in the
   // softmax backward's dP - rowsum(dP o P).
-  for_every_case(kSeed + 5, [](const TrainableAttentionConfig& c, const Inputs& in) {
+  for_every_case(kTrainableAttentionSeed + 5, [](const TrainableAttentionConfig& c, const Inputs& in) {
     auto md = build<double>(c);
     auto mf = build<float>(c);
     const Eigen::Index head = c.heads - 1;
@@ -607,7 +607,7 @@ TEST_CASE("trainable attention: float forward and backward are close to double")
 }
 
 TEST_CASE("trainable attention: results are the same on every call, tapes are reused, parameter gradients accumulate") {
-  Rng rng(kSeed + 6);
+  Rng rng(kTrainableAttentionSeed + 6);
   const Inputs in = make_inputs(9, 4, 3, rng);
   for (const std::string& name : trainable_attention_names()) {
     INFO(name);
@@ -633,7 +633,7 @@ TEST_CASE("trainable attention: results are the same on every call, tapes are re
     for (std::size_t p = 0; p < acc.size(); ++p) CHECK(acc[p] == (2 * g1.params[p]).eval());
     // A tape is reused by the next forward (its storage kept): after a forward on other inputs,
     // and one by another method, the same forward into the same tape gives the same backward.
-    Rng other_rng(kSeed + 9);
+    Rng other_rng(kTrainableAttentionSeed + 9);
     const Inputs other = make_inputs(9, 4, 3, other_rng);
     m->forward(0, other.q.cast<float>(), other.k.cast<float>(), other.v.cast<float>(), out, &tape);
     m->forward(1, q, k, v, out, &tape);
@@ -670,14 +670,14 @@ TEST_CASE("trainable attention: logits of 1e4 keep forward and backward finite (
   // q and k scaled by 100: logits q.k / sqrt(d_k) of order 1e4, where exp() without the maximum
   // subtractions overflows in float and double. random-fourier is left out by its definition: its
   // denominator is a signed estimate that can be 0 (random_features.hpp: no protection).
-  Rng rng(kSeed + 7);
+  Rng rng(kTrainableAttentionSeed + 7);
   for (Eigen::Index n : {Eigen::Index(2), Eigen::Index(20)}) {
     Inputs in = make_inputs(n, 5, 3, rng);
     in.q *= 100;
     in.k *= 100;
     for (const std::string& name : trainable_attention_names()) {
       if (name == "random-fourier") continue;
-      INFO(name << " n=" << n << " seed " << kSeed + 7);
+      INFO(name << " n=" << n << " seed " << kTrainableAttentionSeed + 7);
       auto md = build<double>(config_of(name, n, 5, 3, 3));
       auto mf = build<float>(config_of(name, n, 5, 3, 3));
       Mat<double> out_d;
@@ -695,7 +695,7 @@ TEST_CASE("linear-elu: the rescaling of all-negative rows is differentiated corr
   // exp(-800) underflows to 0 in double: without the rescaling phi(Q) and phi(K) would vanish and
   // the output be 0 / 0. The forward must equal the library's (which rescales alike) and the
   // backward its finite differences, with the same step and tolerance as everywhere above.
-  Rng rng(kSeed + 8);
+  Rng rng(kTrainableAttentionSeed + 8);
   for (Eigen::Index n : {Eigen::Index(1), Eigen::Index(3), Eigen::Index(7)}) {
     Inputs in = make_inputs(n, 2, 2, rng);
     in.q.array() -= 800;
@@ -705,7 +705,7 @@ TEST_CASE("linear-elu: the rescaling of all-negative rows is differentiated corr
     const Grads<double> g = run_backward(*m, 0, in.q, in.k, in.v, in.d_out);
     const Mat<double> out = run_forward(*m, 0, in.q, in.k, in.v);
     const Mat<double> ref = elu_linear_attention(in.q, in.k, in.v);
-    INFO("n=" << n << " seed " << kSeed + 8 << " |out - library| " << (out - ref).cwiseAbs().maxCoeff());
+    INFO("n=" << n << " seed " << kTrainableAttentionSeed + 8 << " |out - library| " << (out - ref).cwiseAbs().maxCoeff());
     CHECK(out.allFinite());
     // The bound of library_reference() with the exponents' spread in place of 2 max|x| (the
     // rescaled exponents are x - max, not x).

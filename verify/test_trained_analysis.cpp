@@ -20,7 +20,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(20251126);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kTrainedAnalysisSeed = attnlab::testing::test_seed(20251126);  // ATTNLAB_TEST_SEED overrides it
 
 ViTConfig tiny_config(const std::string& method) {
   ViTConfig c;
@@ -32,7 +32,7 @@ ViTConfig tiny_config(const std::string& method) {
   c.heads = 2;
   c.layers = 2;
   c.mlp = 12;
-  c.seed = kSeed;
+  c.seed = kTrainedAnalysisSeed;
   c.attention.method = method;
   return c;
 }
@@ -53,7 +53,7 @@ TEST_CASE("qk_skew: the skew share of known products") {
   CHECK(s.skew_share == doctest::Approx(std::sqrt(0.5)).epsilon(1e-15));
   CHECK(s.split_residual <= 1e-15);
   // W_K = W_Q: M is symmetric, no skew part but for the GEMM's rounding (w w^T need not be bit-symmetric).
-  Rng rng(kSeed);
+  Rng rng(kTrainedAnalysisSeed);
   const Mat<double> w = gaussian_matrix<double>(6, 2, rng, 1.0);
   CHECK(qk_skew(w, w).skew_share <= 1e-15);
   // W_K = -W_Q keeps M symmetric too; a random pair has a share strictly between 0 and 1, and the split is orthogonal.
@@ -67,7 +67,7 @@ TEST_CASE("qk_skew: the skew share of known products") {
 }
 
 TEST_CASE("layer_qk_skew: per head, with and without the projection biases") {
-  Rng rng(kSeed);
+  Rng rng(kTrainedAnalysisSeed);
   MhaParams<double> p;
   p.Wq = gaussian_matrix<double>(8, 8, rng, 1.0);
   p.Wk = gaussian_matrix<double>(8, 8, rng, 1.0);
@@ -111,7 +111,7 @@ TEST_CASE("attention spectrum: uniform attention has rank 1, one-hot attention f
   const Eigen::Index n = 50, d = 4;
   // q = 0: every row of P is 1/n, P = 1 1^T / n with the single singular value 1.
   const Mat<double> zero = Mat<double>::Zero(n, d);
-  Rng rng(kSeed);
+  Rng rng(kTrainedAnalysisSeed);
   const Mat<double> k = gaussian_matrix<double>(n, d, rng, 1.0);
   const Mat<double> p = softmax_attention_matrix(zero, k);
   CHECK((p.rowwise().sum().array() - 1).abs().maxCoeff() <= 1e-14);
@@ -132,7 +132,7 @@ TEST_CASE("attention spectrum: uniform attention has rank 1, one-hot attention f
 
 TEST_CASE("with_attention: the trained tensors carried over; symmetric equals exact when M~ is symmetric") {
   ViT<double> exact = tiny_model("exact");
-  Rng rng(kSeed + 1);
+  Rng rng(kTrainedAnalysisSeed + 1);
   std::vector<std::uint8_t> pixels(6 * 64), labels(6);
   for (auto& v : pixels) v = static_cast<std::uint8_t>(rng.next_u64() % 256);
   for (auto& v : labels) v = static_cast<std::uint8_t>(rng.next_u64() % 10);
@@ -212,7 +212,7 @@ TEST_CASE("exp_trained_attention: bad or missing checkpoints are one line and ex
 
   // A user's checkpoint (here an untrained, seeded default model): tables, no ledger rows.
   ViTConfig c;
-  c.seed = kSeed;
+  c.seed = kTrainedAnalysisSeed;
   ViT<float> model(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
   save_checkpoint(model, out.path() / "mine", 0);
   ScratchDir run;

@@ -13,7 +13,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(20251128);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kTrainedRegressionSeed = attnlab::testing::test_seed(20251128);  // ATTNLAB_TEST_SEED overrides it
 
 }  // namespace
 
@@ -40,7 +40,7 @@ TEST_CASE("exp_trained_regression: bad or missing checkpoints are one line and e
 
   // Another method has no scores S: refused, naming it.
   ViTConfig c;
-  c.seed = kSeed;
+  c.seed = kTrainedRegressionSeed;
   c.attention.method = "linear-elu";
   ViT<float> other(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
   save_checkpoint(other, out.path() / "linear", 0);

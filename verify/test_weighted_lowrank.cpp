@@ -14,7 +14,7 @@ using namespace attnlab;
 
 namespace {
 
-const std::uint64_t kSeed = attnlab::testing::test_seed(4104);  // ATTNLAB_TEST_SEED overrides it
+const std::uint64_t kWeightedLowrankSeed = attnlab::testing::test_seed(4104);  // ATTNLAB_TEST_SEED overrides it
 
 // Central difference of f along E against <grad f, E>. f is quadratic in Z, so the
 // difference has no truncation error at any step h; what remains is rounding. With
@@ -44,8 +44,8 @@ void check_gradient(int n, int d, double h, Rng& rng) {
 }  // namespace
 
 TEST_CASE("grad f matches central differences, float and double") {
-  Rng rng(kSeed);
-  INFO("seed " << kSeed);
+  Rng rng(kWeightedLowrankSeed);
+  INFO("seed " << kWeightedLowrankSeed);
   for (int n : {1, 2, 3, 9})
     for (int d : {1, 2, 3, 6}) {
       check_gradient<double>(n, d, 1e-3, rng);
@@ -55,8 +55,8 @@ TEST_CASE("grad f matches central differences, float and double") {
 }
 
 TEST_CASE("Z* = X^+ B X^+T zeroes the gradient, full column rank and rank-deficient X") {
-  Rng rng(kSeed + 1);
-  INFO("seed " << kSeed + 1);
+  Rng rng(kWeightedLowrankSeed + 1);
+  INFO("seed " << kWeightedLowrankSeed + 1);
   for (const auto& [n, d] : std::vector<std::pair<int, int>>{{1, 1}, {3, 2}, {12, 5}, {2, 3}, {4, 9}}) {
     INFO(n << "x" << d);
     const Mat<double> b = gaussian_matrix(n, n, rng), x = gaussian_matrix(n, d, rng);
@@ -70,8 +70,8 @@ TEST_CASE("Z* = X^+ B X^+T zeroes the gradient, full column rank and rank-defici
 }
 
 TEST_CASE("closed form: attains its predicted minimum and beats random rank-r perturbations") {
-  Rng rng(kSeed + 2);
-  INFO("seed " << kSeed + 2);
+  Rng rng(kWeightedLowrankSeed + 2);
+  INFO("seed " << kWeightedLowrankSeed + 2);
   for (const auto& [n, d, r] : std::vector<std::tuple<int, int, int>>{{1, 1, 1}, {3, 2, 1}, {10, 6, 2}, {4, 8, 3}}) {
     INFO(n << "x" << d << " r " << r);
     const Mat<double> b = gaussian_matrix(n, n, rng), x = gaussian_matrix(n, d, rng);
@@ -88,8 +88,8 @@ TEST_CASE("closed form: attains its predicted minimum and beats random rank-r pe
 }
 
 TEST_CASE("factored minimiser: the known answer on orthonormal X, never below the closed form") {
-  Rng rng(kSeed + 3);
-  INFO("seed " << kSeed + 3);
+  Rng rng(kWeightedLowrankSeed + 3);
+  INFO("seed " << kWeightedLowrankSeed + 3);
   for (const auto& [n, d, r] : std::vector<std::tuple<int, int, int>>{{2, 2, 1}, {3, 3, 2}, {12, 6, 2}, {20, 8, 3}}) {
     INFO(n << "x" << d << " r " << r);
     const Mat<double> b = gaussian_matrix(n, n, rng);
@@ -112,8 +112,8 @@ TEST_CASE("factored minimiser: the known answer on orthonormal X, never below th
 }
 
 TEST_CASE("recipe: optimal when X has orthonormal columns up to scale, not on a generic X") {
-  Rng rng(kSeed + 4);
-  INFO("seed " << kSeed + 4);
+  Rng rng(kWeightedLowrankSeed + 4);
+  INFO("seed " << kWeightedLowrankSeed + 4);
   const int n = 14, d = 7, r = 2;
   const Mat<double> b = gaussian_matrix(n, n, rng);
   const Mat<double> q = 3.0 * random_orthonormal(n, d, rng);
@@ -125,8 +125,8 @@ TEST_CASE("recipe: optimal when X has orthonormal columns up to scale, not on a 
 }
 
 TEST_CASE("attention loss: dL/dS matches central differences and softmax rows sum to one") {
-  Rng rng(kSeed + 5);
-  INFO("seed " << kSeed + 5);
+  Rng rng(kWeightedLowrankSeed + 5);
+  INFO("seed " << kWeightedLowrankSeed + 5);
   for (int n : {1, 2, 3, 8}) {
     const int d = 4, dv = 3;
     AttentionLoss<double> loss(gaussian_matrix(n, d, rng), gaussian_matrix(d, dv, rng), gaussian_matrix(dv, d, rng),

@@ -31,7 +31,7 @@ constexpr std::uint64_t kPendingSlack = 1024;
 // Data are read in pieces of this size, so a buffer grows only as the bytes arrive.
 constexpr std::size_t kChunk = std::size_t{1} << 20;
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) { throw IdxError(path + ": " + problem); }
+[[noreturn]] void throw_idx_error(const std::string& path, const std::string& problem) { throw IdxError(path + ": " + problem); }
 
 // A stream of the file's (decompressed) bytes.
 class ByteSource {
@@ -68,7 +68,7 @@ class GzipSource final : public ByteSource {
  public:
   GzipSource(std::vector<std::uint8_t> compressed, std::string path) : in_(std::move(compressed)), path_(std::move(path)) {
     // 16 + MAX_WBITS: a gzip wrapper only (no zlib or raw deflate streams).
-    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) fail(path_, "zlib could not start inflating (out of memory)");
+    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) throw_idx_error(path_, "zlib could not start inflating (out of memory)");
   }
   ~GzipSource() override { inflateEnd(&zs_); }
   GzipSource(const GzipSource&) = delete;
@@ -93,9 +93,9 @@ class GzipSource final : public ByteSource {
         member_ended_ = true;
       } else if (ret == Z_BUF_ERROR) {
         // No progress with room to write: the input ran out inside a member.
-        fail(path_, "truncated gzip data: the file ends before the end of its compressed stream");
+        throw_idx_error(path_, "truncated gzip data: the file ends before the end of its compressed stream");
       } else if (ret != Z_OK) {
-        fail(path_, fmt::format("corrupt gzip data ({})", zs_.msg != nullptr ? zs_.msg : zError(ret)));
+        throw_idx_error(path_, fmt::format("corrupt gzip data ({})", zs_.msg != nullptr ? zs_.msg : zError(ret)));
       }
     }
     return produced;
@@ -127,17 +127,17 @@ class GzipSource final : public ByteSource {
 std::vector<std::uint8_t> read_file(const std::string& path) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
-  if (status.type() == fs::file_type::not_found) fail(path, fmt::format("no such file ({})", kPackageHint));
-  if (status.type() == fs::file_type::directory) fail(path, "is a directory, not an IDX file");
-  if (status.type() != fs::file_type::regular) fail(path, "not a regular file");
+  if (status.type() == fs::file_type::not_found) throw_idx_error(path, fmt::format("no such file ({})", kPackageHint));
+  if (status.type() == fs::file_type::directory) throw_idx_error(path, "is a directory, not an IDX file");
+  if (status.type() != fs::file_type::regular) throw_idx_error(path, "not a regular file");
   std::ifstream in(path, std::ios::binary);
   const auto size = fs::file_size(path, ec);
-  if (!in || ec) fail(path, "cannot open for reading");
-  if (size > static_cast<std::uintmax_t>(std::numeric_limits<std::ptrdiff_t>::max())) fail(path, "file too large");
+  if (!in || ec) throw_idx_error(path, "cannot open for reading");
+  if (size > static_cast<std::uintmax_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw_idx_error(path, "file too large");
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (static_cast<std::size_t>(in.gcount()) != bytes.size()) fail(path, "read error: the file is shorter than its size said");
-  if (in.peek() != std::ifstream::traits_type::eof()) fail(path, "read error: the file grew while being read");
+  if (static_cast<std::size_t>(in.gcount()) != bytes.size()) throw_idx_error(path, "read error: the file is shorter than its size said");
+  if (in.peek() != std::ifstream::traits_type::eof()) throw_idx_error(path, "read error: the file grew while being read");
   return bytes;
 }
 
@@ -160,15 +160,15 @@ Parsed parse_idx(std::vector<std::uint8_t> bytes, const std::string& path, unsig
   const auto source = make_source(std::move(bytes), path);
   std::array<std::uint8_t, 4> magic{};
   const std::size_t got_magic = source->read(magic.data(), magic.size());
-  if (got_magic < magic.size()) fail(path, fmt::format("truncated header: the data end after {} of the 4 magic bytes", got_magic));
+  if (got_magic < magic.size()) throw_idx_error(path, fmt::format("truncated header: the data end after {} of the 4 magic bytes", got_magic));
   const std::uint32_t expected_magic = 0x0800u | ndims;
   const std::uint32_t m = (std::uint32_t{magic[0]} << 24) | (std::uint32_t{magic[1]} << 16) | (std::uint32_t{magic[2]} << 8) | magic[3];
   if (magic[0] != 0 || magic[1] != 0)
-    fail(path, fmt::format("not an IDX file: magic 0x{:08x}, expected 0x{:08x} ({})", m, expected_magic, what));
+    throw_idx_error(path, fmt::format("not an IDX file: magic 0x{:08x}, expected 0x{:08x} ({})", m, expected_magic, what));
   if (magic[2] != 0x08)
-    fail(path, fmt::format("IDX data type 0x{:02x} (magic 0x{:08x}); only unsigned bytes (0x08) are read", magic[2], m));
+    throw_idx_error(path, fmt::format("IDX data type 0x{:02x} (magic 0x{:08x}); only unsigned bytes (0x08) are read", magic[2], m));
   if (magic[3] != ndims)
-    fail(path, fmt::format("{} in the header (magic 0x{:08x}), expected {} ({})", plural(magic[3], "dimension", "dimensions"), m, ndims, what));
+    throw_idx_error(path, fmt::format("{} in the header (magic 0x{:08x}), expected {} ({})", plural(magic[3], "dimension", "dimensions"), m, ndims, what));
 
   Parsed out;
   std::uint64_t need = 1;
@@ -176,14 +176,14 @@ Parsed parse_idx(std::vector<std::uint8_t> bytes, const std::string& path, unsig
   for (unsigned k = 0; k < ndims; ++k) {
     std::array<std::uint8_t, 4> b{};
     const std::size_t got = source->read(b.data(), b.size());
-    if (got < b.size()) fail(path, fmt::format("truncated header: the data end inside dimension {} of {}", k + 1, ndims));
+    if (got < b.size()) throw_idx_error(path, fmt::format("truncated header: the data end inside dimension {} of {}", k + 1, ndims));
     const std::uint32_t d = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
     out.dims.push_back(d);
     if (d != 0 && need > std::numeric_limits<std::uint64_t>::max() / d) overflow = true;
     need *= d;
   }
   for (unsigned k = 1; k < ndims; ++k)
-    if (out.dims[k] == 0) fail(path, fmt::format("dimension {} of the header is 0", k + 1));
+    if (out.dims[k] == 0) throw_idx_error(path, fmt::format("dimension {} of the header is 0", k + 1));
   // "3 x 28 x 28 = 2352 bytes", or "7 bytes" for one dimension.
   const std::string need_text = overflow ? fmt::format("{} = more than 2^64 bytes", fmt::join(out.dims, " x "))
                                 : ndims == 1 ? fmt::format("{} bytes", need)
@@ -192,13 +192,13 @@ Parsed parse_idx(std::vector<std::uint8_t> bytes, const std::string& path, unsig
   // Before allocating anything: can the file hold what the header asks for?
   const std::uint64_t bound = source->max_remaining();
   if (overflow || need > bound) {
-    if (source->exact()) fail(path, fmt::format("truncated data: the header says {}, the file has {}", need_text, bound));
-    fail(path, fmt::format("the header says {}, more than this {}-byte gzip file can hold (deflate expands at most {}:1)", need_text,
+    if (source->exact()) throw_idx_error(path, fmt::format("truncated data: the header says {}, the file has {}", need_text, bound));
+    throw_idx_error(path, fmt::format("the header says {}, more than this {}-byte gzip file can hold (deflate expands at most {}:1)", need_text,
                            static_cast<const GzipSource&>(*source).compressed_size(), kMaxDeflateRatio));
   }
   if (source->exact() && bound > need)
-    fail(path, fmt::format("{} of trailing data: the header says {}, the file has {}", plural(bound - need, "byte", "bytes"), need_text, bound));
-  if (need > static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max())) fail(path, "data too large for this machine");
+    throw_idx_error(path, fmt::format("{} of trailing data: the header says {}, the file has {}", plural(bound - need, "byte", "bytes"), need_text, bound));
+  if (need > static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw_idx_error(path, "data too large for this machine");
 
   // The buffer grows only as decompressed bytes arrive.
   const auto total = static_cast<std::size_t>(need);
@@ -208,13 +208,13 @@ Parsed parse_idx(std::vector<std::uint8_t> bytes, const std::string& path, unsig
     out.data.resize(old + want);
     const std::size_t got = source->read(out.data.data() + old, want);
     if (got < want)
-      fail(path, fmt::format("truncated data: the header says {}, the file has {}", need_text, old + got));
+      throw_idx_error(path, fmt::format("truncated data: the header says {}, the file has {}", need_text, old + got));
   }
   std::uint64_t extra = 0;
   std::vector<std::uint8_t> scratch(kChunk);
   for (std::size_t got; (got = source->read(scratch.data(), scratch.size())) > 0;) extra += got;
   if (extra > 0)
-    fail(path, fmt::format("{} of trailing data: the header says {}, the file has {}", plural(extra, "byte", "bytes"), need_text, need + extra));
+    throw_idx_error(path, fmt::format("{} of trailing data: the header says {}, the file has {}", plural(extra, "byte", "bytes"), need_text, need + extra));
   return out;
 }
 
@@ -225,7 +225,7 @@ std::string find_file(const std::string& dir, const std::string& name) {
   std::error_code ec;
   if (fs::exists(gz, ec)) return gz.string();
   if (fs::exists(raw, ec)) return raw.string();
-  fail(gz.string(), fmt::format("no such file (nor {} uncompressed); {}", name, kPackageHint));
+  throw_idx_error(gz.string(), fmt::format("no such file (nor {} uncompressed); {}", name, kPackageHint));
 }
 
 }  // namespace
@@ -239,7 +239,7 @@ std::vector<std::uint8_t> parse_idx_labels(std::vector<std::uint8_t> bytes, cons
   Parsed p = parse_idx(std::move(bytes), name, 1, "a label file: count");
   const auto bad = std::find_if(p.data.begin(), p.data.end(), [](std::uint8_t v) { return v >= kIdxClasses; });
   if (bad != p.data.end())
-    fail(name, fmt::format("label {} at index {} is not a class 0 to {}", *bad, bad - p.data.begin(), kIdxClasses - 1));
+    throw_idx_error(name, fmt::format("label {} at index {} is not a class 0 to {}", *bad, bad - p.data.begin(), kIdxClasses - 1));
   return std::move(p.data);
 }
 
@@ -255,14 +255,14 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
     images = read_idx_images(images_path);
     labels = read_idx_labels(labels_path);
     if (static_cast<std::int64_t>(labels.size()) != images.count)
-      fail(labels_path, fmt::format("{} but {} holds {}", plural(labels.size(), "label", "labels"), images_path,
+      throw_idx_error(labels_path, fmt::format("{} but {} holds {}", plural(labels.size(), "label", "labels"), images_path,
                                     plural(images.count, "image", "images")));
     return images_path;
   };
   load("train", out.train_images, out.train_labels);
   const std::string test_path = load("t10k", out.test_images, out.test_labels);
   if (out.test_images.rows != out.train_images.rows || out.test_images.cols != out.train_images.cols)
-    fail(test_path, fmt::format("images of {} x {}, but the training images are {} x {}", out.test_images.rows, out.test_images.cols,
+    throw_idx_error(test_path, fmt::format("images of {} x {}, but the training images are {} x {}", out.test_images.rows, out.test_images.cols,
                                 out.train_images.rows, out.train_images.cols));
   return out;
 }

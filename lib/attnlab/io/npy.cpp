@@ -48,7 +48,7 @@ std::string escaped(std::string_view s, bool keep_non_ascii = false) {
   return out;
 }
 
-[[noreturn]] void fail(const std::string& name, const std::string& problem) {
+[[noreturn]] void throw_npy_error(const std::string& name, const std::string& problem) {
   throw NpyError(escaped(name, true) + ": " + problem);
 }
 
@@ -68,7 +68,7 @@ class HeaderParser {
       : text_(text), name_(name), long_suffix_(long_suffix) {}
 
   [[noreturn]] void malformed(const std::string& problem) const {
-    fail(name_, fmt::format("malformed header: {} at byte {} of the header", problem, pos_));
+    throw_npy_error(name_, fmt::format("malformed header: {} at byte {} of the header", problem, pos_));
   }
   void skip_space() {
     while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
@@ -165,9 +165,9 @@ NpyDtype parse_descr(const std::string& descr, const std::string& name) {
   if (descr == "<f4") return NpyDtype::float32;
   if (descr == "<f8") return NpyDtype::float64;
   if (descr == ">f4" || descr == ">f8")
-    fail(name, fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr));
-  if (descr == "|O" || descr == "O" || descr == "<O" || descr == ">O") fail(name, "object arrays are not supported");
-  fail(name, fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", escaped(descr)));
+    throw_npy_error(name, fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr));
+  if (descr == "|O" || descr == "O" || descr == "<O" || descr == ">O") throw_npy_error(name, "object arrays are not supported");
+  throw_npy_error(name, fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", escaped(descr)));
 }
 
 Header parse_header(std::string_view text, const std::string& name, unsigned major) {
@@ -175,9 +175,9 @@ Header parse_header(std::string_view text, const std::string& name, unsigned maj
   // dtypes is ASCII, so anything else is refused before it can reach a message.
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) fail(name, fmt::format("malformed header: non-ASCII byte \\x{:02x} at byte {} of the header", c, i));
+    if (c >= 0x80) throw_npy_error(name, fmt::format("malformed header: non-ASCII byte \\x{:02x} at byte {} of the header", c, i));
     if ((c < 0x20 || c == 0x7f) && !is_space(text[i]))
-      fail(name, fmt::format("malformed header: control byte \\x{:02x} at byte {} of the header", c, i));
+      throw_npy_error(name, fmt::format("malformed header: control byte \\x{:02x} at byte {} of the header", c, i));
   }
   HeaderParser p(text, name, major < 3);
   std::optional<NpyDtype> dtype;
@@ -189,7 +189,7 @@ Header parse_header(std::string_view text, const std::string& name, unsigned maj
     p.expect(':', "after a header key");
     if (key == "descr") {
       p.skip_space();
-      if (p.peek() == '[') fail(name, "structured dtypes are not supported");
+      if (p.peek() == '[') throw_npy_error(name, "structured dtypes are not supported");
       if (dtype) p.malformed("'descr' given twice");
       dtype = parse_descr(p.string_literal("'descr'"), name);
     } else if (key == "fortran_order") {
@@ -207,12 +207,12 @@ Header parse_header(std::string_view text, const std::string& name, unsigned maj
   }
   p.skip_space();
   if (!p.at_end()) p.malformed("text after the closing '}'");
-  if (!dtype) fail(name, "malformed header: no 'descr' key");
-  if (!fortran) fail(name, "malformed header: no 'fortran_order' key");
-  if (!shape) fail(name, "malformed header: no 'shape' key");
-  if (shape->empty()) fail(name, "0-d (scalar) arrays are not supported: 1 to 4 dimensions");
+  if (!dtype) throw_npy_error(name, "malformed header: no 'descr' key");
+  if (!fortran) throw_npy_error(name, "malformed header: no 'fortran_order' key");
+  if (!shape) throw_npy_error(name, "malformed header: no 'shape' key");
+  if (shape->empty()) throw_npy_error(name, "0-d (scalar) arrays are not supported: 1 to 4 dimensions");
   if (shape->size() > kNpyMaxDims)
-    fail(name, fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", shape->size()));
+    throw_npy_error(name, fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", shape->size()));
   return {*dtype, *fortran, std::move(*shape)};
 }
 
@@ -282,17 +282,17 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 // returns where the header ends, which is within the file.
 std::size_t header_end(std::span<const unsigned char> head, std::size_t total, const std::string& name) {
   if (total < kMagic.size() || std::memcmp(head.data(), kMagic.data(), kMagic.size()) != 0)
-    fail(name, "not an .npy file (bad magic; expected \\x93NUMPY)");
-  if (total < kMagic.size() + 2) fail(name, "truncated: the file ends inside the format version");
+    throw_npy_error(name, "not an .npy file (bad magic; expected \\x93NUMPY)");
+  if (total < kMagic.size() + 2) throw_npy_error(name, "truncated: the file ends inside the format version");
   const unsigned major = head[6], minor = head[7];
-  if (major < 1 || major > 3 || minor != 0) fail(name, fmt::format("unsupported .npy format version {}.{} (1.0, 2.0 or 3.0)", major, minor));
+  if (major < 1 || major > 3 || minor != 0) throw_npy_error(name, fmt::format("unsupported .npy format version {}.{} (1.0, 2.0 or 3.0)", major, minor));
   const std::size_t length_bytes = major == 1 ? 2 : 4;
   const std::size_t prefix = 8 + length_bytes;
-  if (total < prefix) fail(name, "truncated: the file ends inside the header length");
+  if (total < prefix) throw_npy_error(name, "truncated: the file ends inside the header length");
   const auto header_len = static_cast<std::size_t>(little_endian(head.data() + 8, length_bytes));
   if (header_len > total - prefix)
-    fail(name, fmt::format("truncated header: the header length says {} bytes, the file has {} after the prefix", header_len, total - prefix));
-  if (header_len > kMaxHeaderBytes) fail(name, fmt::format("header of {} bytes is implausibly long (at most {})", header_len, kMaxHeaderBytes));
+    throw_npy_error(name, fmt::format("truncated header: the header length says {} bytes, the file has {} after the prefix", header_len, total - prefix));
+  if (header_len > kMaxHeaderBytes) throw_npy_error(name, fmt::format("header of {} bytes is implausibly long (at most {})", header_len, kMaxHeaderBytes));
   return prefix + header_len;
 }
 
@@ -311,12 +311,12 @@ Layout parse_layout(std::span<const unsigned char> head, std::size_t total, cons
   const std::string_view text(reinterpret_cast<const char*>(head.data() + prefix), end - prefix);
   Header h = parse_header(text, name, head[6]);
   const auto data_bytes = checked_byte_count(h.shape, item_size(h.dtype));
-  if (!data_bytes) fail(name, fmt::format("shape {} is too large: its size in bytes overflows ptrdiff_t", shape_text(h.shape)));
+  if (!data_bytes) throw_npy_error(name, fmt::format("shape {} is too large: its size in bytes overflows ptrdiff_t", shape_text(h.shape)));
   const std::size_t available = total - end;
   if (available < *data_bytes)
-    fail(name, fmt::format("truncated data: shape {} needs {} bytes, the file has {}", shape_text(h.shape), *data_bytes, available));
+    throw_npy_error(name, fmt::format("truncated data: shape {} needs {} bytes, the file has {}", shape_text(h.shape), *data_bytes, available));
   if (available > *data_bytes)
-    fail(name, fmt::format("{} bytes of trailing data: shape {} needs {} bytes, the file has {}", available - *data_bytes,
+    throw_npy_error(name, fmt::format("{} bytes of trailing data: shape {} needs {} bytes, the file has {}", available - *data_bytes,
                            shape_text(h.shape), *data_bytes, available));
   return {std::move(h), end, *data_bytes};
 }
@@ -339,7 +339,7 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& name
   // The first non-finite value in C order, as numpy's a.flat would count it.
   for (std::size_t i = 0; i < count; ++i)
     if (!std::isfinite(out.values[i]))
-      fail(name, fmt::format("value {} at flat index {} (index {}, C order) is not finite", out.values[i], i,
+      throw_npy_error(name, fmt::format("value {} at flat index {} (index {}, C order) is not finite", out.values[i], i,
                              shape_text(c_index(h.shape, i))));
   return out;
 }
@@ -352,7 +352,7 @@ void read_until(std::ifstream& in, std::vector<unsigned char>& bytes, std::size_
   if (size <= old) return;
   bytes.resize(size);
   in.read(reinterpret_cast<char*>(bytes.data() + old), static_cast<std::streamsize>(size - old));
-  if (static_cast<std::size_t>(in.gcount()) != size - old) fail(name, "read error: the file is shorter than its size said");
+  if (static_cast<std::size_t>(in.gcount()) != size - old) throw_npy_error(name, "read error: the file is shorter than its size said");
 }
 
 }  // namespace
@@ -363,13 +363,13 @@ NpyArray read_npy(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (status.type() == std::filesystem::file_type::not_found) fail(name, "no such file");
-  if (status.type() == std::filesystem::file_type::directory) fail(name, "is a directory, not an .npy file");
-  if (status.type() != std::filesystem::file_type::regular) fail(name, "not a regular file");
+  if (status.type() == std::filesystem::file_type::not_found) throw_npy_error(name, "no such file");
+  if (status.type() == std::filesystem::file_type::directory) throw_npy_error(name, "is a directory, not an .npy file");
+  if (status.type() != std::filesystem::file_type::regular) throw_npy_error(name, "not a regular file");
   std::ifstream in(path, std::ios::binary);
   const auto total = std::filesystem::file_size(path, ec);
-  if (!in || ec) fail(name, "cannot open for reading");
-  if (total > static_cast<std::uintmax_t>(std::numeric_limits<std::ptrdiff_t>::max())) fail(name, "file too large");
+  if (!in || ec) throw_npy_error(name, "cannot open for reading");
+  if (total > static_cast<std::uintmax_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw_npy_error(name, "file too large");
   const auto size = static_cast<std::size_t>(total);
 
   std::vector<unsigned char> bytes;
@@ -377,7 +377,7 @@ NpyArray read_npy(const std::filesystem::path& path) {
   read_until(in, bytes, header_end(bytes, size, name), name);
   const Layout layout = parse_layout(bytes, size, name);
   read_until(in, bytes, layout.data_offset + layout.data_bytes, name);
-  if (in.peek() != std::ifstream::traits_type::eof()) fail(name, "read error: the file grew while being read");
+  if (in.peek() != std::ifstream::traits_type::eof()) throw_npy_error(name, "read error: the file grew while being read");
   return parse_npy(bytes, name);
 }
 
@@ -451,12 +451,12 @@ constexpr NpyDtype dtype_of() {
 template <typename T>
 T narrow(double v, const std::string& name) {
   const T t = static_cast<T>(v);
-  if (!std::isfinite(t)) fail(name, fmt::format("value {} overflows {}", v, sizeof(T) == 4 ? "float32" : "float64"));
+  if (!std::isfinite(t)) throw_npy_error(name, fmt::format("value {} overflows {}", v, sizeof(T) == 4 ? "float32" : "float64"));
   return t;
 }
 
 Eigen::Index as_index(std::size_t s, const std::string& name) {
-  if (s > static_cast<std::size_t>(std::numeric_limits<Eigen::Index>::max())) fail(name, "dimension too large");
+  if (s > static_cast<std::size_t>(std::numeric_limits<Eigen::Index>::max())) throw_npy_error(name, "dimension too large");
   return static_cast<Eigen::Index>(s);
 }
 
@@ -494,7 +494,7 @@ NpyArray to_npy(const HeadStack<T>& s) {
 template <typename T>
 Mat<T> matrix_from_npy(const NpyArray& array, const std::string& name) {
   if (array.dims() != 1 && array.dims() != 2)
-    fail(name, fmt::format("expected a matrix (2-D array), got shape {}", shape_text(array.shape)));
+    throw_npy_error(name, fmt::format("expected a matrix (2-D array), got shape {}", shape_text(array.shape)));
   const Eigen::Index rows = as_index(array.shape[0], name);
   const Eigen::Index cols = array.dims() == 2 ? as_index(array.shape[1], name) : 1;
   Mat<T> m(rows, cols);
@@ -505,15 +505,15 @@ Mat<T> matrix_from_npy(const NpyArray& array, const std::string& name) {
 
 template <typename T>
 HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name) {
-  if (array.dims() < 2) fail(name, fmt::format("expected a (batch, heads, n, d) array, got shape {}", shape_text(array.shape)));
+  if (array.dims() < 2) throw_npy_error(name, fmt::format("expected a (batch, heads, n, d) array, got shape {}", shape_text(array.shape)));
   // Missing leading axes are 1: (n, d) is one head, (heads, n, d) one batch.
   std::vector<std::size_t> full(kNpyMaxDims - array.dims(), 1);
   full.insert(full.end(), array.shape.begin(), array.shape.end());
-  if (full[0] == 0 || full[1] == 0) fail(name, fmt::format("batch and heads must be at least 1, got shape {}", shape_text(array.shape)));
+  if (full[0] == 0 || full[1] == 0) throw_npy_error(name, fmt::format("batch and heads must be at least 1, got shape {}", shape_text(array.shape)));
   // Checked before the stack is allocated: an empty array's header costs nothing to write, but
   // (1, 300000000, 0, 8) would otherwise allocate 3e8 empty matrices (gigabytes) before any check.
   if (full[2] == 0 || full[3] == 0)
-    fail(name, fmt::format("has n = {} rows of d = {} columns (shape {}); both must be at least 1", full[2], full[3],
+    throw_npy_error(name, fmt::format("has n = {} rows of d = {} columns (shape {}); both must be at least 1", full[2], full[3],
                            shape_text(array.shape)));
   HeadStack<T> s(as_index(full[0], name), as_index(full[1], name), as_index(full[2], name), as_index(full[3], name));
   std::size_t at = 0;
