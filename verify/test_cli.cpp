@@ -12,7 +12,7 @@ using attnlab::testing::ScratchDir;
 
 namespace {
 // Any experiment shares the command line; the smallest one keeps this fast.
-constexpr const char* kExperiment = "exp_qk_precision";
+constexpr const char* kCliExperiment = "exp_qk_precision";
 }
 
 TEST_CASE("bad flags give exit status 2, one line, and no output file") {
@@ -36,17 +36,17 @@ TEST_CASE("bad flags give exit status 2, one line, and no output file") {
       args.push_back(out);
     }
     INFO("args: " << args[0] << " " << (args.size() > 1 ? args[1] : ""));
-    const auto r = run_binary(kExperiment, args);
+    const auto r = run_binary(kCliExperiment, args);
     CHECK(r.exit_status == 2);
     CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
-    CHECK(r.output.find(kExperiment) == 0);
+    CHECK(r.output.find(kCliExperiment) == 0);
     CHECK((!std::filesystem::exists(out) || std::filesystem::is_empty(out)));
   }
   CHECK(dir.files() == std::vector<std::string>{"a-file"});
 }
 
 TEST_CASE("--help prints the common flags and exits 0") {
-  const auto r = run_binary(kExperiment, {"--help"});
+  const auto r = run_binary(kCliExperiment, {"--help"});
   CHECK(r.exit_status == 0);
   for (const char* flag : {"--seed", "--quick", "--out", "--threads"}) CHECK(r.output.find(flag) != std::string::npos);
 }

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The quickest experiment with a ledger: a few tables and claims in well under a second.
-constexpr const char* kExperiment = "exp_random_features";
+constexpr const char* kOutputsExperiment = "exp_random_features";
 
 std::string bin(const char* name) { return std::string(ATTNLAB_BIN_DIR) + "/" + name; }
 
@@ -44,29 +44,29 @@ TEST_CASE("a quick run refuses a directory holding a full run's ledger, and a fu
   ScratchDir full, quick;
   const std::string ledger = "id,source,verdict,metric,observed,threshold,evidence,note,experiment\n";
   std::ofstream(full.path() / "claims.csv") << ledger;
-  const auto r = run_binary(kExperiment, {"--quick", "--out", full.path().string()});
+  const auto r = run_binary(kOutputsExperiment, {"--quick", "--out", full.path().string()});
   INFO(r.output);
   CHECK(r.exit_status == 2);
   CHECK(one_line_naming(r, "full run"));
   CHECK(read_text(full.path() / "claims.csv") == ledger);
   CHECK(full.files() == std::vector<std::string>{"claims.csv"});
 
-  REQUIRE(run_binary(kExperiment, {"--quick", "--out", quick.path().string()}).exit_status == 0);
+  REQUIRE(run_binary(kOutputsExperiment, {"--quick", "--out", quick.path().string()}).exit_status == 0);
   CHECK(fs::exists(quick.path() / ".attnlab-quick"));
   const std::string before = read_text(quick.path() / "claims.csv");
-  const auto f = run_binary(kExperiment, {"--out", quick.path().string()});
+  const auto f = run_binary(kOutputsExperiment, {"--out", quick.path().string()});
   INFO(f.output);
   CHECK(f.exit_status == 2);
   CHECK(one_line_naming(f, "--quick results"));
   CHECK(read_text(quick.path() / "claims.csv") == before);
   // A second quick run into the quick directory is fine.
-  CHECK(run_binary(kExperiment, {"--quick", "--out", quick.path().string()}).exit_status == 0);
+  CHECK(run_binary(kOutputsExperiment, {"--quick", "--out", quick.path().string()}).exit_status == 0);
 }
 
 TEST_CASE("a quick run without --out writes quick-results, never results") {
   ScratchDir cwd;
   const ProcessResult r =
-      run_process("/bin/sh", {"-c", "cd \"$0\" && exec \"$1\" --quick", cwd.path().string(), bin(kExperiment)}, true);
+      run_process("/bin/sh", {"-c", "cd \"$0\" && exec \"$1\" --quick", cwd.path().string(), bin(kOutputsExperiment)}, true);
   INFO(r.output);
   CHECK(r.exit_status == 0);
   CHECK(fs::exists(cwd.path() / "quick-results" / "claims.csv"));
@@ -89,7 +89,7 @@ TEST_CASE("seeds and counts are integers as written: never clamped, never hexade
     CHECK(r.output.find(args[2]) != std::string::npos);
   }
   // The largest seed is accepted as itself.
-  CHECK(run_binary(kExperiment, {"--seed", "18446744073709551615", "--quick", "--out", out.path().string()})
+  CHECK(run_binary(kOutputsExperiment, {"--seed", "18446744073709551615", "--quick", "--out", out.path().string()})
             .exit_status == 0);
 }
 
@@ -103,7 +103,7 @@ TEST_CASE("interrupted runs leave no temporary file and no half-written table") 
   for (int i = 0, repeat = attnlab::testing::test_repeat(40); i < repeat; ++i) {
     // posix_spawn with the signals' default actions restored: a signal that arrives before exec must
     // not run the test framework's own handlers in the child.
-    const std::string exe = bin(kExperiment), dir = out.path().string();
+    const std::string exe = bin(kOutputsExperiment), dir = out.path().string();
     std::vector<char*> argv = {const_cast<char*>(exe.c_str()), const_cast<char*>("--quick"),
                                const_cast<char*>("--out"), const_cast<char*>(dir.c_str()), nullptr};
     posix_spawnattr_t attr;
@@ -149,7 +149,7 @@ TEST_CASE("a temporary left by a killed process is removed by the next run; a li
   const fs::path live = out.path() / (".table.csv.tmp." + std::to_string(::getpid()) + ".XyZ789");
   const fs::path other = out.path() / ".notes.tmp.txt";
   for (const fs::path& p : {stale, live, other}) std::ofstream(p) << "partial";
-  REQUIRE(run_binary(kExperiment, {"--quick", "--out", out.path().string()}).exit_status == 0);
+  REQUIRE(run_binary(kOutputsExperiment, {"--quick", "--out", out.path().string()}).exit_status == 0);
   CHECK(!fs::exists(stale));
   CHECK(fs::exists(live));
   CHECK(fs::exists(other));
@@ -160,7 +160,7 @@ TEST_CASE("--family with given inputs is refused, not ignored") {
   const Mat<double> x = Mat<double>::Constant(6, 3, 0.25);
   for (const char* name : {"q.npy", "k.npy", "v.npy"}) write_npy(dir.path() / name, to_npy(x));
   const fs::path out = dir.path() / "out";
-  const auto r = run_binary(kExperiment, {"--q", (dir.path() / "q.npy").string(), "--k", (dir.path() / "k.npy").string(),
+  const auto r = run_binary(kOutputsExperiment, {"--q", (dir.path() / "q.npy").string(), "--k", (dir.path() / "k.npy").string(),
                                           "--v", (dir.path() / "v.npy").string(), "--family", "gaussian", "--quick",
                                           "--out", out.string()});
   INFO(r.output);
@@ -197,7 +197,7 @@ TEST_CASE("valid but degenerate given inputs: defined values or one line naming 
 }
 
 TEST_CASE("--help reads as a person writes it: type names, ranges and defaults in words, the families listed") {
-  for (const char* exe : {kExperiment, "exp_nystrom", "exp_vit_training", "attend"}) {
+  for (const char* exe : {kOutputsExperiment, "exp_nystrom", "exp_vit_training", "attend"}) {
     const auto r = run_binary(exe, {"--help"});
     INFO(exe << "\n" << r.output);
     CHECK(r.exit_status == 0);
@@ -207,7 +207,7 @@ TEST_CASE("--help reads as a person writes it: type names, ranges and defaults i
     CHECK(r.output.find("(default 20250311)") != std::string::npos);
     CHECK(r.output.find("1 to 1024") != std::string::npos);
   }
-  const auto r = run_binary(kExperiment, {"--help"});
+  const auto r = run_binary(kOutputsExperiment, {"--help"});
   for (const char* family : {"gaussian_small", "gaussian_large", "uniform", "low_rank", "local", "clustered"})
     CHECK(r.output.find(family) != std::string::npos);
 }
