@@ -44,11 +44,11 @@ const std::uint64_t kTrainableAttentionSeed = attnlab::testing::test_seed(202511
 // conditioning kappa (below: random-fourier's denominator cancellation, nystrom's |A| |Z|) puts a
 // singularity of L at a distance ~ 1/kappa, the step is h / kappa: truncation scales with
 // (h / distance)^4, so this keeps it where it is for well-conditioned inputs (fd_kappa()).
-constexpr double kFdStep = 1e-4;
+constexpr double kAttentionFdStep = 1e-4;
 // The scaled ratio |g - g_fd|_max / (|g|_max + tiny) must stay below this. With fifth derivatives
 // up to ~1e10 times the gradient the truncation term is ~3e-8, so 1e-6 leaves a margin of 30 while
 // an error of one part in a million in any entry of a gradient fails.
-constexpr double kFdTolerance = 1e-6;
+constexpr double kAttentionFdTolerance = 1e-6;
 // LAPACK's threshold for its scaled residual ratios (dtest.in): a forward error divided by its
 // derived bound (which already carries n eps) must stay below this.
 constexpr double kForwardRatioLimit = 30;
@@ -143,7 +143,7 @@ double loss(const TrainableAttention<double>& m, Eigen::Index head, const Inputs
   return run_forward(m, head, q, k, v).cwiseProduct(in.d_out).sum();
 }
 
-// The FD gradient of every input and parameter at step h = kFdStep / kappa, and the absolute floor
+// The FD gradient of every input and parameter at step h = kAttentionFdStep / kappa, and the absolute floor
 // `tiny` of the ratio: the rounding noise of an FD quotient, 1.5 N kappa eps sum|d_out o out| / h
 // with N = n (d_v + 1) + d_k + 8 roundings along the way, amplified by the forward's conditioning
 // kappa >= 1, divided by the tolerance, so that a ratio above the tolerance cannot come from
@@ -155,7 +155,7 @@ struct FdResult {
 
 FdResult finite_differences(TrainableAttention<double>& m, Eigen::Index head, const Inputs& in, double kappa) {
   FdResult r;
-  const double h = kFdStep / kappa;
+  const double h = kAttentionFdStep / kappa;
   auto fd_of = [&](Mat<double>& x, auto&& eval) {
     Mat<double> g(x.rows(), x.cols());
     for (Eigen::Index j = 0; j < x.cols(); ++j)
@@ -184,7 +184,7 @@ FdResult finite_differences(TrainableAttention<double>& m, Eigen::Index head, co
                d_v = static_cast<double>(in.v.cols());
   const double l_abs = run_forward(m, head, in.q, in.k, in.v).cwiseProduct(in.d_out).cwiseAbs().sum();
   const double noise = 1.5 * (n * (d_v + 1) + d_k + 8) * kappa * eps<double>() * (l_abs + 1) / h;
-  r.tiny = noise / kFdTolerance;
+  r.tiny = noise / kAttentionFdTolerance;
   return r;
 }
 
@@ -375,7 +375,7 @@ double conditioning(const TrainableAttentionConfig& c, const AttentionTape& tape
   return 1;
 }
 
-// The conditioning of the double forward at `in`, at least 1: the FD step is kFdStep / kappa.
+// The conditioning of the double forward at `in`, at least 1: the FD step is kAttentionFdStep / kappa.
 double fd_kappa(const TrainableAttentionConfig& c, TrainableAttention<double>& m, Eigen::Index head,
                 const Inputs& in) {
   Mat<double> out;
@@ -387,7 +387,7 @@ double fd_kappa(const TrainableAttentionConfig& c, TrainableAttention<double>& m
 // Central differences assume L smooth on [x - 2h, x + 2h]. elu(x) + 1 has a kink in its second
 // derivative at x = 0 (exp(x) on the left, x + 1 on the right), where the FD quotient of an entry
 // within 2h of 0 is off by O(h) (7.9e-7 of the gradient was seen at n = 7, d_k = 2). For
-// linear-elu, entries of q and k closer than 4 kFdStep to 0 are moved to +-4 kFdStep: the check
+// linear-elu, entries of q and k closer than 4 kAttentionFdStep to 0 are moved to +-4 kAttentionFdStep: the check
 // then measures the backward, not the kink. (The rescaling of all-negative rows is not a kink:
 // it leaves the output unchanged.)
 Inputs away_from_kinks(const TrainableAttentionConfig& c, Inputs in) {
@@ -395,7 +395,7 @@ Inputs away_from_kinks(const TrainableAttentionConfig& c, Inputs in) {
   auto nudge = [](Mat<double>& x) {
     for (Eigen::Index j = 0; j < x.cols(); ++j)
       for (Eigen::Index i = 0; i < x.rows(); ++i)
-        if (std::abs(x(i, j)) < 4 * kFdStep) x(i, j) = x(i, j) < 0 ? -4 * kFdStep : 4 * kFdStep;
+        if (std::abs(x(i, j)) < 4 * kAttentionFdStep) x(i, j) = x(i, j) < 0 ? -4 * kAttentionFdStep : 4 * kAttentionFdStep;
   };
   nudge(in.q);
   nudge(in.k);
@@ -523,7 +523,7 @@ TEST_CASE("trainable attention: backward equals central finite differences in do
     const FdResult fd = finite_differences(*m, head, in, fd_kappa(c, *m, head, in));
     const FdRatios r = fd_ratios(g, fd);
     INFO(describe_ratios(r) << " tiny " << fd.tiny);
-    ATTNLAB_CHECK_RATIO_LE(r.max(), kFdTolerance, "the largest gradient ratio against finite differences");
+    ATTNLAB_CHECK_RATIO_LE(r.max(), kAttentionFdTolerance, "the largest gradient ratio against finite differences");
     REQUIRE(g.params.size() == m->parameters().size());
   });
 }
@@ -540,14 +540,14 @@ TEST_CASE("trainable attention: the finite-difference check fails on a wrong gra
     auto bumped_ratio = [&](const Mat<double>& x, const Mat<double>& x_fd) {
       Mat<double> y = x;
       const Eigen::Index i = y.rows() / 2, j = y.cols() - 1;
-      y(i, j) += 100 * kFdTolerance * (y.cwiseAbs().maxCoeff() + fd.tiny);
+      y(i, j) += 100 * kAttentionFdTolerance * (y.cwiseAbs().maxCoeff() + fd.tiny);
       return scaled_ratio(y, x_fd, fd.tiny);
     };
-    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.q, fd.fd.q), kFdTolerance, "bumped dq");
-    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.k, fd.fd.k), kFdTolerance, "bumped dk");
-    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.v, fd.fd.v), kFdTolerance, "bumped dv");
+    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.q, fd.fd.q), kAttentionFdTolerance, "bumped dq");
+    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.k, fd.fd.k), kAttentionFdTolerance, "bumped dk");
+    ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.v, fd.fd.v), kAttentionFdTolerance, "bumped dv");
     for (std::size_t p = 0; p < g.params.size(); ++p)
-      ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.params[p], fd.fd.params[p]), kFdTolerance, "bumped param" + std::to_string(p));
+      ATTNLAB_CHECK_RATIO_GT(bumped_ratio(g.params[p], fd.fd.params[p]), kAttentionFdTolerance, "bumped param" + std::to_string(p));
   });
   Rng rng(kTrainableAttentionSeed + 4);
   for (Eigen::Index n : {Eigen::Index(2), Eigen::Index(7)}) {
@@ -562,7 +562,7 @@ TEST_CASE("trainable attention: the finite-difference check fails on a wrong gra
     symmetric->backward(0, *tape, in.d_out, wrong.q, wrong.k, wrong.v, nullptr);
     const double r = std::max(scaled_ratio(wrong.q, fd.fd.q, fd.tiny), scaled_ratio(wrong.k, fd.fd.k, fd.tiny));
     INFO("n=" << n);
-    ATTNLAB_CHECK_RATIO_GT(r, kFdTolerance, "symmetric attention's backward against exact attention's finite differences");
+    ATTNLAB_CHECK_RATIO_GT(r, kAttentionFdTolerance, "symmetric attention's backward against exact attention's finite differences");
   }
 }
 
@@ -716,6 +716,6 @@ TEST_CASE("linear-elu: the rescaling of all-negative rows is differentiated corr
     const FdResult fd = finite_differences(*m, 0, in, 1.0);
     const FdRatios r = fd_ratios(g, fd);
     INFO(describe_ratios(r) << " tiny " << fd.tiny);
-    ATTNLAB_CHECK_RATIO_LE(r.max(), kFdTolerance, "the largest gradient ratio against finite differences");
+    ATTNLAB_CHECK_RATIO_LE(r.max(), kAttentionFdTolerance, "the largest gradient ratio against finite differences");
   }
 }
