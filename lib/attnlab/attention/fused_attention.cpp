@@ -136,7 +136,7 @@ class DqTurns {
   // Spins until key block j may add into (h, i). The key block it waits for was handed out earlier (tasks are
   // taken in increasing order, see backward_heads) and is running on another thread or done, and key block 0
   // never waits: no cycle, so no deadlock.
-  void wait(Eigen::Index h, Eigen::Index i, Eigen::Index j) const {
+  void wait(Eigen::Index h, Eigen::Index i, Eigen::Index j) {
     const auto& t = at(h, i);
     for (int spins = 0; t.load(std::memory_order_acquire) != j; ++spins)
       if (spins > 64) std::this_thread::yield();
@@ -145,9 +145,6 @@ class DqTurns {
 
  private:
   std::atomic<Eigen::Index>& at(Eigen::Index h, Eigen::Index i) { return turn_[static_cast<std::size_t>(h * query_blocks_ + i)]; }
-  const std::atomic<Eigen::Index>& at(Eigen::Index h, Eigen::Index i) const {
-    return turn_[static_cast<std::size_t>(h * query_blocks_ + i)];
-  }
   Eigen::Index query_blocks_;
   std::vector<std::atomic<Eigen::Index>> turn_;  // value-initialised: every turn starts at key block 0
 };
