@@ -9,7 +9,6 @@
 #include <functional>
 #include <optional>
 #include <sstream>
-#include <sys/resource.h>
 
 #include "attnlab/attention/fused_attention.hpp"
 #include "attnlab/attention/registry.hpp"
@@ -34,8 +33,9 @@ const std::vector<std::string> kMethods = {"exact", "streaming", "linear-elu", "
 const std::string kBackward = "exact-backward";
 constexpr Eigen::Index kLongestN = 131072;  // the streaming kernel's longest sequence
 // Each configuration times as many runs as fit this budget after its warm-up (the warm-up's duration
-// decides), at least 1 and at most --repeats: a 25 s configuration is timed once, a 1 ms one --repeats
-// times. The runs taken are the CSV's `repeats`. (make bench stays near 10 minutes.)
+// decides), at least 1 and at most --repeats: a 1 ms configuration is timed --repeats times, a 3 s one
+// once after its warm-up, and one whose first run takes longer than the budget (25 s) is timed by that
+// run alone (time_within_budget). The CSV's `repeats` and `warmed_up` say which. (make bench < 10 min.)
 constexpr double kTimingBudgetSeconds = 5.0;
 
 using Stack = HeadStack<float>;
@@ -97,8 +97,8 @@ MethodParams params_at(Eigen::Index n) {
 
 // Counted floating-point operations of one head (2 per multiply-add of the registry's cost model;
 // streaming counts as exact: the same products).
-// The backward counts FlashAttention-2's five n x n x d products (S, dP, dV, dQ, dK), 10 n^2 d flops; its
-// second pass recomputes S and dP (seven products done), which the count does not credit.
+// The backward counts FlashAttention-2's five n x n x d products (S, dP, dV, dQ, dK), 10 n^2 d flops, the
+// products fused_attention_backward does.
 double counted_flops(const std::string& method, Eigen::Index n, Eigen::Index d) {
   if (method == kBackward) return 10.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d);
   return 2 * attention_method(method).cost(params_at(n), n, d, sizeof(float)).multiply_adds;
@@ -112,16 +112,13 @@ Stack gaussian_heads(const Config& c, Rng& rng) {
 
 // What one configuration cost, measured in its own (fresh) process.
 struct Measured {
-  double seconds = 0;     // median wall seconds of `runs` runs after a warm-up
-  int runs = 0;           // min(repeats, kTimingBudgetSeconds / the warm-up's seconds), at least 1
+  BudgetedTiming timing;  // time_within_budget's: median seconds, runs, warm-up or not, CPU seconds and faults per run
   double peak_bytes = 0;  // peak resident memory the configuration added (inputs, workspace, outputs)
-  // Per run, averaged over the timed runs (getrusage, all threads): CPU seconds in user and kernel mode and
-  // minor page faults. A wall time dominated by system time and faults is the allocator's, not the kernel's
-  // (issue 17: PyTorch's fresh n x n tensors are new mmaps each call), so the ratio is read beside them.
-  double user_s = 0, sys_s = 0, minor_faults = 0;
 };
 
-// One configuration, in this (fresh) process.
+// One configuration, in this (fresh) process. The user and system CPU seconds and minor page faults per
+// timed run are recorded beside the wall time: a wall time dominated by system time and faults is the
+// allocator's, not the kernel's (issue 17: PyTorch's fresh n x n tensors are new mmaps each call).
 Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
   // The OpenMP threads (and their stacks) exist before the baseline, so they are not counted.
 #pragma omp parallel
@@ -131,52 +128,49 @@ Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
   // The same inputs for every method at one (batch, heads, n, d).
   Rng rng(derive_seed(seed, static_cast<std::uint64_t>(c.n * 4096 + c.d * 64 + c.batch)));
   const Stack q = gaussian_heads(c, rng), k = gaussian_heads(c, rng), v = gaussian_heads(c, rng);
-  std::function<void()> timed;
-  double warm_up = 0;  // seconds of the untimed first run
+  std::function<void()> timed, check;
   // The forward: the method's fast kernel. The backward: out and lse from the fused forward (not timed), a
-  // Gaussian dO, then the gradients.
+  // Gaussian dO, then the gradients. The first run's result is checked (finite), untimed. Each run drops
+  // the previous result first, so the peak holds one result, as when each run's result was a temporary.
   Stack out, d_out;
   std::vector<Vec<float>> lse;
+  std::optional<Stack> result;
+  std::optional<StackGradients<float>> grads;
   std::optional<MethodDraws> draws;
   const MethodParams params = params_at(c.n);
+  const AttentionMethod* method = nullptr;
   if (c.method == kBackward) {
     out = q;
     lse.resize(static_cast<std::size_t>(q.count()));
     for (Eigen::Index i = 0; i < q.count(); ++i) out[i] = fused_attention(q[i], k[i], v[i], 0, lse[static_cast<std::size_t>(i)]);
     d_out = gaussian_heads(c, rng);
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto probe = fused_attention_backward(q, k, v, out, lse, d_out);  // the warm-up, and a check
-    warm_up = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (Eigen::Index i = 0; i < q.count(); ++i)
-      if (!probe.dq[i].allFinite() || !probe.dk[i].allFinite() || !probe.dv[i].allFinite())
-        throw NonFiniteError(c.method + " produced a non-finite gradient at " + c.spec());
-    timed = [&] { keep_alive(fused_attention_backward(q, k, v, out, lse, d_out)); };
+    timed = [&] {
+      grads.reset();
+      grads = fused_attention_backward(q, k, v, out, lse, d_out);
+    };
+    check = [&] {
+      for (Eigen::Index i = 0; i < q.count(); ++i)
+        if (!grads->dq[i].allFinite() || !grads->dk[i].allFinite() || !grads->dv[i].allFinite())
+          throw NonFiniteError(c.method + " produced a non-finite gradient at " + c.spec());
+    };
   } else {
-    const AttentionMethod& method = attention_method(c.method);
-    draws = method.draw(params, c.n, c.d, rng);
-    {
-      const auto t0 = std::chrono::steady_clock::now();
-      const Stack probe = run_attention(method, Impl::fast, q, k, v, params, *draws);  // the warm-up, and a check
-      warm_up = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      for (Eigen::Index i = 0; i < probe.count(); ++i)
-        if (!probe[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
-    }
-    const AttentionMethod* m = &method;  // the registry's entry: it outlives this block
-    timed = [&, m] { keep_alive(run_attention(*m, Impl::fast, q, k, v, params, *draws)); };
+    method = &attention_method(c.method);
+    draws = method->draw(params, c.n, c.d, rng);
+    timed = [&] {
+      result.reset();
+      result = run_attention(*method, Impl::fast, q, k, v, params, *draws);
+    };
+    check = [&] {
+      for (Eigen::Index i = 0; i < result->count(); ++i)
+        if (!(*result)[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
+    };
   }
-  const int runs = std::clamp(static_cast<int>(kTimingBudgetSeconds / std::max(warm_up, 1e-9)), 1, repeats);
-  rusage before{}, after{};
-  getrusage(RUSAGE_SELF, &before);
-  const double seconds = median_seconds(timed, runs, false);
-  getrusage(RUSAGE_SELF, &after);
+  Measured m;
+  m.timing = time_within_budget(timed, repeats, kTimingBudgetSeconds, check);
   const auto peak = peak_rss_bytes();
   if (!peak) throw std::runtime_error("cannot read the peak resident set (/proc/self/status)");
-  const auto secs = [](const timeval& a, const timeval& b) {
-    return static_cast<double>(b.tv_sec - a.tv_sec) + 1e-6 * static_cast<double>(b.tv_usec - a.tv_usec);
-  };
-  const double per = runs;
-  return {seconds, runs, *peak - base, secs(before.ru_utime, after.ru_utime) / per, secs(before.ru_stime, after.ru_stime) / per,
-          static_cast<double>(after.ru_minflt - before.ru_minflt) / per};
+  m.peak_bytes = *peak - base;
+  return m;
 }
 
 }  // namespace
@@ -187,7 +181,7 @@ int main(int argc, char** argv) {
   std::string one;
   cli.app().add_option("--repeats", repeats, "at most this many timed runs per configuration, after one warm-up (as many as fit 5 s; median reported)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
-  cli.app().add_option("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds runs peak_bytes user_s sys_s minor_faults' (the last three per timed run)");
+  cli.app().add_option("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds runs warmed_up peak_bytes user_s sys_s minor_faults' (the last three per timed run)");
   cli.parse(argc, argv);
   Config single;
   if (!one.empty()) {
@@ -202,8 +196,9 @@ int main(int argc, char** argv) {
     const auto& opt = cli.options();
     if (!one.empty()) {
       const Measured m = run_configuration(single, opt.seed, repeats);
-      fmt::print("{} {} {} {} {} {}\n", format_real(m.seconds), m.runs, format_real(m.peak_bytes), format_real(m.user_s),
-                 format_real(m.sys_s), format_real(m.minor_faults));
+      const BudgetedTiming& t = m.timing;
+      fmt::print("{} {} {} {} {} {} {}\n", format_real(t.median_s), t.runs, t.warmed_up ? 1 : 0, format_real(m.peak_bytes),
+                 format_real(t.user_s), format_real(t.sys_s), format_real(t.minor_faults));
       return;
     }
     Rng rng(derive_seed(opt.seed, 1));
@@ -211,7 +206,7 @@ int main(int argc, char** argv) {
     CsvTable table({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
                     int_col("threads"), real_col("median_s"), real_col("gflops"), real_col("peak_mib"),
                     real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
-                    int_col("repeats"), real_col("user_s"), real_col("sys_s"), real_col("minor_faults")});
+                    int_col("repeats"), int_col("warmed_up"), real_col("user_s"), real_col("sys_s"), real_col("minor_faults")});
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto configs = configurations(opt.quick);
     Progress progress("bench_attention", configs.size());
@@ -226,12 +221,15 @@ int main(int argc, char** argv) {
       const ProcessResult r = run_process(self, args, false);
       std::istringstream in(r.output);
       Measured m;
-      if (r.exit_status != 0 || !(in >> m.seconds >> m.runs >> m.peak_bytes >> m.user_s >> m.sys_s >> m.minor_faults))
+      BudgetedTiming& t = m.timing;
+      int warmed_up = 0;
+      if (r.exit_status != 0 ||
+          !(in >> t.median_s >> t.runs >> warmed_up >> m.peak_bytes >> t.user_s >> t.sys_s >> t.minor_faults))
         throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
       const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
-      table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, m.seconds, flops / m.seconds * 1e-9,
-                     m.peak_bytes / (1024.0 * 1024.0), std::max(eigen_gemm, blas_gemm), eigen_gemm, blas_gemm, m.runs,
-                     m.user_s, m.sys_s, m.minor_faults});
+      table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, t.median_s,
+                     flops / t.median_s * 1e-9, m.peak_bytes / (1024.0 * 1024.0), std::max(eigen_gemm, blas_gemm),
+                     eigen_gemm, blas_gemm, t.runs, warmed_up, t.user_s, t.sys_s, t.minor_faults});
       progress.tick();
     }
     table.write(cli.output_path("bench_attention.csv"));

@@ -29,13 +29,9 @@ PINV_ITERATIONS = 6
 # torch's exact attention holds about three n x n float tensors per head at once (Q K^T, its
 # scaled copy, the softmax); configurations needing more than this are skipped with a message.
 EXACT_MEMORY_LIMIT = 8 * 2**30
-# As bench_attention: as many timed runs as fit this budget after the warm-up, at least 1, at most --repeats
-# (the runs taken go to the CSV's repeats column).
+# As bench_attention: as many timed runs as fit this budget after the warm-up, at least 1, at most --repeats,
+# and a first run longer than the budget is the measurement (the CSV's repeats and warmed_up columns).
 TIMING_BUDGET_S = 5.0
-
-
-def runs_within_budget(warm_up_s, repeats):
-    return max(1, min(repeats, int(TIMING_BUDGET_S / max(warm_up_s, 1e-9))))
 
 
 def exact(q, k, v, _):
@@ -115,8 +111,8 @@ def status_bytes(key):
 
 
 def run_configuration(impl, method, batch, heads, n, d, repeats, seed):
-    """Median seconds after a warm-up, the peak resident memory the configuration added, and per timed run the
-    user and system CPU seconds and minor page faults (resource.getrusage over the timed runs, all threads)."""
+    """time_within_budget's (median seconds, per-run usage, runs, warmed_up) and the peak resident memory the
+    configuration added."""
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed tensors of earlier configurations go back to the OS
     base = status_bytes("VmRSS:")
@@ -127,13 +123,11 @@ def run_configuration(impl, method, batch, heads, n, d, repeats, seed):
     e = torch.randn(min(PROJECTED, n), n, generator=gen) / math.sqrt(min(PROJECTED, n))
     fn, make_buffers = PEERS[(impl, method)]
     if method == "exact-backward":
-        return time_backward(q, k, v, gen, repeats, base)
+        return time_backward(q, k, v, gen, repeats) + (status_bytes("VmHWM:") - base,)
     call = (lambda: fn(q, k, v, e, buffers)) if make_buffers else (lambda: fn(q, k, v, e))
     buffers = make_buffers(q, k, v) if make_buffers else None
-    with torch.no_grad():
-        t0 = time.perf_counter()
-        out = call()  # warm-up
-        runs = runs_within_budget(time.perf_counter() - t0, repeats)
+
+    def check(out):
         if not torch.isfinite(out).all():
             raise RuntimeError(f"{impl} {method} produced a non-finite output at n = {n}, d = {d}")
         if make_buffers:  # the careful form must compute what the direct one does
@@ -141,43 +135,60 @@ def run_configuration(impl, method, batch, heads, n, d, repeats, seed):
             err = float((out - direct).abs().max() / direct.abs().max())
             if not err <= 1e-4:
                 raise RuntimeError(f"{impl} {method} differs from torch's direct form by {err:.3g} (relative) at n = {n}")
-            del direct
-        del out
-        seconds, per_run = time_runs(call, runs)
-    return seconds, status_bytes("VmHWM:") - base, per_run, runs
+
+    with torch.no_grad():
+        timing = time_within_budget(call, repeats, check)
+    return timing + (status_bytes("VmHWM:") - base,)
 
 
-def time_runs(call, runs):
-    """The median wall seconds of `runs` calls, and per call the user and system CPU seconds and minor page faults
-    (resource.getrusage over the calls, all threads). Each result is dropped before the next call."""
+def time_runs(call, runs, keep_last=False):
+    """The median wall seconds of `runs` calls, per call the user and system CPU seconds and minor page faults
+    (resource.getrusage over the calls, all threads), and the last result if keep_last. Each result is dropped
+    before the next call."""
     times = []
+    result = None
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     for _ in range(runs):
+        result = None
         t0 = time.perf_counter()
         result = call()
         times.append(time.perf_counter() - t0)
-        del result
+        if not keep_last:
+            result = None
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     per_run = {"user_s": (r1.ru_utime - r0.ru_utime) / runs, "sys_s": (r1.ru_stime - r0.ru_stime) / runs,
                "minor_faults": (r1.ru_minflt - r0.ru_minflt) / runs}
-    return statistics.median(times), per_run
+    return statistics.median(times), per_run, result
 
 
-def time_backward(q, k, v, gen, repeats, base):
+def time_within_budget(call, repeats, check):
+    """As attnlab's time_within_budget (lib/attnlab/lab/timing.hpp): a first run, timed, its result checked
+    untimed by check(result). If it took at least TIMING_BUDGET_S it is the measurement (one run, no warm-up:
+    a run that long amortises what a warm-up warms); otherwise it was the warm-up, and as many runs as fit the
+    budget (at least 1, at most `repeats`) follow. Returns (median seconds, per-run usage, runs, warmed_up)."""
+    first_s, first_usage, result = time_runs(call, 1, keep_last=True)
+    check(result)
+    del result
+    if first_s >= TIMING_BUDGET_S:
+        return first_s, first_usage, 1, False
+    runs = max(1, min(repeats, int(TIMING_BUDGET_S / max(first_s, 1e-9))))
+    seconds, per_run, _ = time_runs(call, runs)
+    return seconds, per_run, runs, True
+
+
+def time_backward(q, k, v, gen, repeats):
     """autograd's backward of exact attention: the forward once (its graph kept), then dQ, dK, dV from a Gaussian
     dO timed as run_configuration times a forward."""
     q, k, v = (x.requires_grad_(True) for x in (q, k, v))
     out = exact(q, k, v, None)
     d_out = torch.randn(out.shape, generator=gen)
     call = lambda: torch.autograd.grad(out, (q, k, v), d_out, retain_graph=True)  # noqa: E731
-    t0 = time.perf_counter()
-    grads = call()  # warm-up
-    runs = runs_within_budget(time.perf_counter() - t0, repeats)
-    if not all(torch.isfinite(g).all() for g in grads):
-        raise RuntimeError(f"torch exact-backward produced a non-finite gradient at n = {q.shape[-2]}")
-    del grads
-    seconds, per_run = time_runs(call, runs)
-    return seconds, status_bytes("VmHWM:") - base, per_run, runs
+
+    def check(grads):
+        if not all(torch.isfinite(g).all() for g in grads):
+            raise RuntimeError(f"torch exact-backward produced a non-finite gradient at n = {q.shape[-2]}")
+
+    return time_within_budget(call, repeats, check)
 
 
 def main():
@@ -203,7 +214,7 @@ def main():
     if not ours:
         print(f"bench_attention_torch.py: {args.csv} has no attnlab rows to mirror", file=sys.stderr)
         return 2
-    for column in ("user_s", "sys_s", "minor_faults"):
+    for column in ("warmed_up", "user_s", "sys_s", "minor_faults"):
         if column not in header:
             print(f"bench_attention_torch.py: {args.csv} has no {column} column (rerun bench_attention)", file=sys.stderr)
             return 2
@@ -217,11 +228,12 @@ def main():
                   f"{EXACT_MEMORY_LIMIT / 2**30:.0f} GiB", file=sys.stderr)
             continue
         # The same inputs for both peers of a configuration (its index among bench_attention's rows).
-        seconds, peak, per_run, runs = run_configuration(impl, method, batch, heads, n, d, args.repeats, args.seed + ours.index(r))
+        seconds, per_run, runs, warmed_up, peak = run_configuration(impl, method, batch, heads, n, d, args.repeats,
+                                                                     args.seed + ours.index(r))
         flops = float(r["gflops"]) * float(r["median_s"])  # counted work of the configuration, GFLOP
         row = dict(r)
         row.update(impl=impl, threads=str(args.threads), median_s=repr(seconds), gflops=repr(flops / seconds),
-                   peak_mib=repr(peak / 2**20), repeats=str(runs), **{c: repr(v) for c, v in per_run.items()})
+                   peak_mib=repr(peak / 2**20), repeats=str(runs), warmed_up=str(int(warmed_up)), **{c: repr(v) for c, v in per_run.items()})
         new_rows.append(row)
         print(f"[{i + 1}/{len(todo)}] {impl} {method} b{batch} h{heads} n{n} d{d}: {seconds:.4g} s "
               f"(user {per_run['user_s']:.3g} s, sys {per_run['sys_s']:.3g} s, {per_run['minor_faults']:.0f} faults per run)",

@@ -223,6 +223,13 @@ def profile_table(profile):
     return out
 
 
+def cold_runs(rows):
+    """Which configurations were timed by one run without a warm-up (the CSV's warmed_up = 0)."""
+    cold = [f"{r['method']} {r['impl']} b{r['batch']} h{r['heads']} n{r['n']} d{r['d']}"
+            for r in rows if r.get("warmed_up", "1") == "0"]
+    return "warmed_up = 0: " + ", ".join(cold) if cold else "none this run"
+
+
 def cpu(r):
     """User + system CPU seconds and minor page faults per run, as measured beside the wall time ('-' if absent)."""
     if not r or not r.get("user_s"):
@@ -352,7 +359,8 @@ def main():
           "`bench_vit_torch.csv` (written by `make bench`); "
           "do not edit by hand.", "",
           f"float, {first['threads']} threads, median of the timed runs after a warm-up (as many as fit 5 s, at most "
-          f"{max(int(r['repeats']) for r in rows)}: the repeats column). sgemm ceiling measured in the same run: "
+          f"{max(int(r['repeats']) for r in rows)}: the repeats column); a configuration whose first run took longer "
+          f"than 5 s is timed by that run alone, without a warm-up ({cold_runs(rows)}). sgemm ceiling measured in the same run: "
           f"Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS {float(first['openblas_gemm_gflops']):.1f} GFLOP/s. "
           "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
           "peak MiB is the resident memory the configuration added (inputs, workspace, outputs).", "",

@@ -14,6 +14,24 @@ std::vector<double> time_repeats(const std::function<void()>& work, int repeats,
 // Median seconds of `repeats` runs, after one warm-up unless `warm_up` is false.
 double median_seconds(const std::function<void()>& work, int repeats, bool warm_up = true);
 
+// What time_within_budget measured.
+struct BudgetedTiming {
+  double median_s = 0;    // median wall seconds of the timed runs
+  int runs = 0;           // timed runs
+  bool warmed_up = true;  // false: the first run took the whole budget and is the one timed run
+  // Per timed run (getrusage, all threads): CPU seconds in user and kernel mode, minor page faults.
+  double user_s = 0, sys_s = 0, minor_faults = 0;
+};
+
+// Times `work` for a benchmark within a budget of about `budget_s` seconds. A first run is timed; if it
+// took at least `budget_s`, it is the measurement (runs = 1, warmed_up = false): a run that long amortises
+// what a warm-up would warm (caches, the first touch of its memory, thread start-up), and a second run
+// would double the configuration's cost for nothing. Otherwise it was the warm-up, and
+// min(max_runs, budget_s / its seconds) runs, at least 1, follow and are timed. `after_first` (if given)
+// runs untimed after the first run, to check what it computed.
+BudgetedTiming time_within_budget(const std::function<void()>& work, int max_runs, double budget_s,
+                                  const std::function<void()>& after_first = {});
+
 // Stops the optimiser from discarding a result whose only use is being timed.
 template <typename T>
 inline void keep_alive(const T& value) {
