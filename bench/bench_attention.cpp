@@ -20,6 +20,7 @@
 #include "attnlab/lab/subprocess.hpp"
 #include "attnlab/lab/timing.hpp"
 #include "gemm_rate.hpp"
+#include "memory_rate.hpp"
 
 using namespace attnlab;
 
@@ -102,6 +103,14 @@ MethodParams params_at(Eigen::Index n) {
 double counted_flops(const std::string& method, Eigen::Index n, Eigen::Index d) {
   if (method == kBackward) return 10.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d);
   return 2 * attention_method(method).cost(params_at(n), n, d, sizeof(float)).multiply_adds;
+}
+
+// The fewest bytes one head must move, the roofline's denominator: the forward reads Q, K and V and writes
+// its output (4 n d floats); the backward reads Q, K, V, out, dO and lse and writes dQ, dK and dV (8 n d + n).
+// Workspace and Linformer's projection (shared by the heads) are not counted, so the bound is optimistic.
+double minimal_bytes(const std::string& method, Eigen::Index n, Eigen::Index d) {
+  const double nd = static_cast<double>(n) * static_cast<double>(d);
+  return static_cast<double>(sizeof(float)) * (method == kBackward ? 8 * nd + static_cast<double>(n) : 4 * nd);
 }
 
 Stack gaussian_heads(const Config& c, Rng& rng) {
@@ -203,10 +212,12 @@ int main(int argc, char** argv) {
     }
     Rng rng(derive_seed(opt.seed, 1));
     const auto [eigen_gemm, blas_gemm] = bench::gemm_ceiling(opt.quick, opt.threads, rng);
+    const double memory_gbs = bench::memory_ceiling(opt.quick, opt.threads);
     CsvTable table({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
                     int_col("threads"), real_col("median_s"), real_col("gflops"), real_col("peak_mib"),
                     real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
-                    int_col("repeats"), int_col("warmed_up"), real_col("user_s"), real_col("sys_s"), real_col("minor_faults")});
+                    int_col("repeats"), int_col("warmed_up"), real_col("user_s"), real_col("sys_s"), real_col("minor_faults"),
+                    real_col("memory_gbs"), real_col("roofline_gflops")});
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto configs = configurations(opt.quick);
     Progress progress("bench_attention", configs.size());
@@ -227,9 +238,12 @@ int main(int argc, char** argv) {
           !(in >> t.median_s >> t.runs >> warmed_up >> m.peak_bytes >> t.user_s >> t.sys_s >> t.minor_faults))
         throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
       const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
+      const double gemm = std::max(eigen_gemm, blas_gemm);
+      // The roofline: no kernel doing these flops on this many bytes can beat the lower of the two ceilings.
+      const double roofline = std::min(gemm, counted_flops(c.method, c.n, c.d) / minimal_bytes(c.method, c.n, c.d) * memory_gbs);
       table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, t.median_s,
-                     flops / t.median_s * 1e-9, m.peak_bytes / (1024.0 * 1024.0), std::max(eigen_gemm, blas_gemm),
-                     eigen_gemm, blas_gemm, t.runs, warmed_up, t.user_s, t.sys_s, t.minor_faults});
+                     flops / t.median_s * 1e-9, m.peak_bytes / (1024.0 * 1024.0), gemm, eigen_gemm, blas_gemm, t.runs,
+                     warmed_up, t.user_s, t.sys_s, t.minor_faults, memory_gbs, roofline});
       progress.tick();
     }
     table.write(cli.output_path("bench_attention.csv"));

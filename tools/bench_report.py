@@ -71,10 +71,12 @@ def targets_17(ours, torch, careful):
     lines = []
 
     def worst_share(cells, target, threshold, where):
-        """A share-of-GEMM row for the worst of (share, key) cells; where(key) names that cell."""
+        """A share-of-GEMM row for the worst of (share, key) cells; where(key) names that cell. The verdict is the
+        share of the GEMM rate against the threshold; beside it, that cell's roofline (roofline_note)."""
         if cells:
             w, k = min(cells)
-            lines.append(row(f"{target} (worst: {where(k)})", f"{w:.0%}", f">= {threshold:.0%}", w >= threshold))
+            lines.append(row(f"{target} (worst: {where(k)})", f"{w:.0%}{roofline_note(ours[k])}", f">= {threshold:.0%}",
+                             w >= threshold))
             return True
         return False
 
@@ -230,6 +232,34 @@ def cold_runs(rows):
     return "warmed_up = 0: " + ", ".join(cold) if cold else "none this run"
 
 
+def roofline(r):
+    """The configuration's roofline as a share of the GEMM rate (min(GEMM rate, counted flops / fewest bytes x
+    memory bandwidth), bench_attention's roofline_gflops), or None for a CSV written before it was measured."""
+    if not r.get("roofline_gflops"):
+        return None
+    return float(r["roofline_gflops"]) / float(r["gemm_gflops"])
+
+
+def roofline_sentence(first):
+    """How the roofline columns were computed, with the run's measured bandwidth (nothing for an older CSV)."""
+    if roofline(first) is None:
+        return ""
+    return (f" Memory bandwidth measured in the same run (STREAM triad, {first['threads']} threads): "
+            f"{float(first['memory_gbs']):.1f} GB/s. The roofline of a configuration is min(GEMM rate, counted flops / "
+            "fewest bytes x bandwidth), the fewest bytes being its inputs read once and its outputs written once "
+            "(forward: Q, K, V, out; backward: Q, K, V, out, dO, lse, dQ, dK, dV), so it is an upper bound no kernel "
+            "can beat; a share of the GEMM rate below the roofline's is what the kernel leaves, the rest is the memory's.")
+
+
+def roofline_note(r):
+    """', memory-bound: roofline X% of GEMM, Y% of it reached' when the memory ceiling is below the GEMM rate."""
+    bound = roofline(r)
+    if bound is None or bound >= 1:
+        return ""
+    reached = float(r["gflops"]) / float(r["roofline_gflops"])
+    return f" (memory-bound: roofline {bound:.0%} of GEMM; {reached:.0%} of it reached)"
+
+
 def cpu(r):
     """User + system CPU seconds and minor page faults per run, as measured beside the wall time ('-' if absent)."""
     if not r or not r.get("user_s"):
@@ -238,9 +268,10 @@ def cpu(r):
 
 
 def table(ours, torch, careful):
-    out = ["| method | batch x heads | n | d | ours (s) | user + sys s, faults | GFLOP/s | % of GEMM | peak MiB | torch (s) | "
-           "user + sys s, faults | torch / ours | careful torch (s) | careful / ours | torch peak MiB |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| method | batch x heads | n | d | ours (s) | user + sys s, faults | GFLOP/s | % of GEMM | roofline, % of GEMM | "
+           "% of roofline | peak MiB | torch (s) | user + sys s, faults | torch / ours | careful torch (s) | careful / ours | "
+           "torch peak MiB |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for k in sorted(ours, key=lambda k: (k[1] * k[2] == 1, METHODS.index(k[0]), k[4], k[3])):
         r, t, c = ours[k], torch.get(k), careful.get(k)
         share = float(r["gflops"]) / float(r["gemm_gflops"])
@@ -249,8 +280,11 @@ def table(ours, torch, careful):
         cs = f"{float(c['median_s']):.4g}" if c else "-"
         cratio = f"{float(c['median_s']) / float(r['median_s']):.2f}" if c else "-"
         tp = f"{float(t['peak_mib']):.0f}" if t else "-"
+        bound = roofline(r)
+        rs = f"{bound:.0%}" if bound is not None else "-"
+        reached = f"{float(r['gflops']) / float(r['roofline_gflops']):.0%}" if bound is not None else "-"
         out.append(f"| {k[0]} | {k[1]} x {k[2]} | {k[3]} | {k[4]} | {float(r['median_s']):.4g} | {cpu(r)} | {float(r['gflops']):.1f} | "
-                   f"{share:.0%} | {float(r['peak_mib']):.1f} | {ts} | {cpu(t)} | {ratio} | {cs} | {cratio} | {tp} |")
+                   f"{share:.0%} | {rs} | {reached} | {float(r['peak_mib']):.1f} | {ts} | {cpu(t)} | {ratio} | {cs} | {cratio} | {tp} |")
     return out
 
 
@@ -363,7 +397,7 @@ def main():
           f"than 5 s is timed by that run alone, without a warm-up ({cold_runs(rows)}). sgemm ceiling measured in the same run: "
           f"Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS {float(first['openblas_gemm_gflops']):.1f} GFLOP/s. "
           "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
-          "peak MiB is the resident memory the configuration added (inputs, workspace, outputs).", "",
+          "peak MiB is the resident memory the configuration added (inputs, workspace, outputs)." + roofline_sentence(first), "",
           "## Targets (issues 6, 14 and 17)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
     md += targets(ours, torch, r7) + vit_targets(vit, vit_torch) + targets_17(ours, torch, careful)
     if not torch:

@@ -48,7 +48,8 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
   for (std::size_t i = 1; i < rows.size(); ++i) {
     check_numbers(header, rows[i],
                   {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "peak_mib", "gemm_gflops",
-                   "eigen_gemm_gflops", "openblas_gemm_gflops", "repeats", "warmed_up", "user_s", "sys_s", "minor_faults"},
+                   "eigen_gemm_gflops", "openblas_gemm_gflops", "repeats", "warmed_up", "user_s", "sys_s", "minor_faults", "memory_gbs",
+                   "roofline_gflops"},
                   {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "gemm_gflops"});
     CHECK(rows[i][1] == "attnlab");
     CHECK(rows[i][6] == "2");
@@ -58,6 +59,15 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
       REQUIRE_MESSAGE(at != header.end(), column);
       CHECK(std::stod(rows[i][static_cast<std::size_t>(at - header.begin())]) >= 0);
     }
+    // The roofline: a positive bandwidth, and a bound no higher than the GEMM rate (the lower of two ceilings).
+    const auto column = [&](const char* name) {
+      const auto at = std::find(header.begin(), header.end(), name);
+      REQUIRE_MESSAGE(at != header.end(), name);
+      return std::stod(rows[i][static_cast<std::size_t>(at - header.begin())]);
+    };
+    CHECK(column("memory_gbs") > 0);
+    CHECK(column("roofline_gflops") > 0);
+    CHECK(column("roofline_gflops") <= column("gemm_gflops"));
     // Every quick configuration is far shorter than the 5 s budget: timed after a warm-up.
     const auto warmed = std::find(header.begin(), header.end(), "warmed_up");
     REQUIRE(warmed != header.end());
