@@ -319,7 +319,7 @@ def figures(rows, results, gnuplot):
         fig = {"name": name, "x": "n", "y": {"col": "gflops"}, "series": ["method", "impl"], "filter": flt,
                "logx": True, "logy": True, "style": "linespoints", "xlabel": "n (sequence length)",
                "ylabel": "GFLOP/s (counted operations / median time)",
-               "title": f"attention forward, float, {rows[0]['threads']} threads: {what}",
+               "title": f"attention forward (and exact backward), float, {rows[0]['threads']} threads: {what}",
                # The ceiling every kernel is measured against: the sgemm rate of this same run.
                "refs": [{"expr": repr(gemm), "label": f"GEMM ceiling: sgemm {gemm:.0f} GFLOP/s (same run)", "dt": 2}]}
         fd, tmp = tempfile.mkstemp(dir=results, prefix=".bench_report.", suffix=".svg")
