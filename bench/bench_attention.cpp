@@ -2,7 +2,6 @@
 // sequences, each configuration in a fresh process, beside this machine's measured sgemm rate.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -36,8 +35,7 @@ constexpr Eigen::Index kLongestN = 131072;  // the streaming kernel's longest se
 // Each configuration times as many runs as fit this budget after its warm-up (the warm-up's duration
 // decides), at least 1 and at most --repeats: a 1 ms configuration is timed --repeats times, a 3 s one
 // once after its warm-up, and one whose first run takes longer than the budget (25 s) is timed by that
-// run alone (time_within_budget). The CSV's `repeats` and `warmed_up` say which. (make bench < 10 min.)
-constexpr double kTimingBudgetSeconds = 5.0;
+// run alone (time_within_budget, kBenchTimingBudgetSeconds). The CSV's `repeats` and `warmed_up` say which.
 
 using Stack = HeadStack<float>;
 
@@ -175,7 +173,7 @@ Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
     };
   }
   Measured m;
-  m.timing = time_within_budget(timed, repeats, kTimingBudgetSeconds, check);
+  m.timing = time_within_budget(timed, repeats, kBenchTimingBudgetSeconds, check);
   const auto peak = peak_rss_bytes();
   if (!peak) throw std::runtime_error("cannot read the peak resident set (/proc/self/status)");
   m.peak_bytes = *peak - base;

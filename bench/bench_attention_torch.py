@@ -30,7 +30,8 @@ PINV_ITERATIONS = 6
 # scaled copy, the softmax); configurations needing more than this are skipped with a message.
 EXACT_MEMORY_LIMIT = 8 * 2**30
 # As bench_attention: as many timed runs as fit this budget after the warm-up, at least 1, at most --repeats,
-# and a first run longer than the budget is the measurement (the CSV's repeats and warmed_up columns).
+# and a first run longer than the budget is the measurement (the CSV's repeats and warmed_up columns);
+# the same value as lib/attnlab/lab/timing.hpp's kBenchTimingBudgetSeconds.
 TIMING_BUDGET_S = 5.0
 
 

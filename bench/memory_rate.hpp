@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include <Eigen/Core>
-#include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 
 #include "attnlab/core/matrix.hpp"
 #include "attnlab/lab/timing.hpp"

@@ -23,6 +23,10 @@ struct BudgetedTiming {
   double user_s = 0, sys_s = 0, minor_faults = 0;
 };
 
+// The benchmarks' budget per configuration (bench_attention, bench_r7; bench/bench_attention_torch.py's
+// TIMING_BUDGET_S is its twin): make bench stays under 10 minutes with it.
+inline constexpr double kBenchTimingBudgetSeconds = 5.0;
+
 // Times `work` for a benchmark within a budget of about `budget_s` seconds. A first run is timed; if it
 // took at least `budget_s`, it is the measurement (runs = 1, warmed_up = false): a run that long amortises
 // what a warm-up would warm (caches, the first touch of its memory, thread start-up), and a second run
