@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/attention/registry.hpp"
 #include "attnlab/attention/streaming_attention.hpp"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/shard_merge.hpp"
 

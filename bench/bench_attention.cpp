@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include "attnlab/attention/fused_attention.hpp"
 #include "attnlab/attention/registry.hpp"
@@ -52,7 +53,7 @@ struct Config {
     in >> c.batch >> sep[0] >> c.heads >> sep[1] >> c.n >> sep[2] >> c.d;
     if (!in || !in.eof() || c.batch < 1 || c.heads < 1 || c.n < 1 || c.d < 1 ||
         (std::find(kMethods.begin(), kMethods.end(), c.method) == kMethods.end() && c.method != kBackward))
-      throw CLI::ValidationError("--run-one", "'" + spec + "' is not METHOD:BATCH:HEADS:N:D");
+      throw std::invalid_argument("--run-one: '" + spec + "' is not METHOD:BATCH:HEADS:N:D");
     return c;
   }
 };
@@ -186,15 +187,15 @@ int main(int argc, char** argv) {
   ExperimentCli cli("bench_attention", "issue 6: fast attention kernels timed on the report's grid and long sequences");
   int repeats = 5;
   std::string one;
-  cli.app().add_option("--repeats", repeats, "at most this many timed runs per configuration, after one warm-up (as many as fit 5 s; median reported)")
-      ->check(CLI::Range(1, 1000))->capture_default_str();
-  cli.app().add_option("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds runs warmed_up peak_bytes user_s sys_s minor_faults' (the last three per timed run)");
+  cli.add_integer("--repeats", repeats, "at most this many timed runs per configuration, after one warm-up (as many as fit 5 s; median reported)",
+                  1, 1000, true);
+  cli.add_text("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds runs warmed_up peak_bytes user_s sys_s minor_faults' (the last three per timed run)");
   cli.parse(argc, argv);
   Config single;
   if (!one.empty()) {
     try {
       single = Config::parse(one);
-    } catch (const CLI::Error& e) {
+    } catch (const std::invalid_argument& e) {
       fmt::print(stderr, "bench_attention: {}\n", e.what());
       return kExitUsage;
     }

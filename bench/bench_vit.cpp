@@ -107,12 +107,12 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
   Rng rng(7);
   const Mat<float> d_tokens = gaussian_matrix<float>(B * n, config.D, rng);
   Mat<float> out, dx;
-  parts.push_back({"patch embedding", time([&] {
+  parts.emplace_back("patch embedding", time([&] {
                      patchify<float>(data.pixels, images, data.side, config.patch, config.stride, config.pad, act.patches);
                      patch_embedding_forward(act.patches, p.embed_W, p.embed_b, p.embed_pos, out);
                      patch_embedding_backward(act.patches, d_tokens, g.embed_W, g.embed_b, g.embed_pos);
-                   }), f.embed * per_chunk});
-  parts.push_back({"layernorm", time([&] {
+                   }), f.embed * per_chunk);
+  parts.emplace_back("layernorm", time([&] {
                      for (std::size_t l = 0; l < L; ++l) {
                        auto& a = act.blocks[l];
                        const auto& b = p.blocks[l];
@@ -123,7 +123,7 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
                      }
                      layernorm_forward(act.x[L], p.head_ln_gamma, p.head_ln_beta, out, act.head_ln);
                      layernorm_backward(d_tokens, act.head_ln, p.head_ln_gamma, dx, g.head_ln_gamma, g.head_ln_beta);
-                   }), 0.0});
+                   }), 0.0);
   const double mha = time([&] {
     for (std::size_t l = 0; l < L; ++l) {
       auto& a = act.blocks[l];
@@ -151,8 +151,8 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
         }
     }
   });
-  parts.push_back({"attention (exact softmax, every head)", attention, f.attention * per_chunk});
-  parts.push_back({"projections (Q, K, V, O, head copies)", mha - attention, f.projections * per_chunk});
+  parts.emplace_back("attention (exact softmax, every head)", attention, f.attention * per_chunk);
+  parts.emplace_back("projections (Q, K, V, O, head copies)", mha - attention, f.projections * per_chunk);
   const double mlp = time([&] {
     for (std::size_t l = 0; l < L; ++l) {
       auto& a = act.blocks[l];
@@ -168,20 +168,20 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
       gelu_backward(a.mlp.a, a.mlp.g, gelu_dx);
     }
   });
-  parts.push_back({"gelu", gelu, 0.0});
-  parts.push_back({"mlp linears", mlp - gelu, f.mlp * per_chunk});
-  parts.push_back({"classifier and loss", time([&] {
+  parts.emplace_back("gelu", gelu, 0.0);
+  parts.emplace_back("mlp linears", mlp - gelu, f.mlp * per_chunk);
+  parts.emplace_back("classifier and loss", time([&] {
                      classifier_forward(act.head_ln_out, n, p.head_W, p.head_b, act.pooled, act.logits);
                      keep_alive(cross_entropy(act.logits, labels, scale, &act.dlogits));
                      classifier_backward(act.pooled, n, p.head_W, act.dlogits, dx, g.head_W, g.head_b);
-                   }), f.head * per_chunk});
+                   }), f.head * per_chunk);
   double sum = 0;
   for (const auto& part : parts) sum += part.seconds;
-  parts.push_back({"other (residual adds, copies)", whole - sum, 0.0});
-  parts.push_back({"whole chunk (forward_backward)", whole, f.total() * per_chunk});
+  parts.emplace_back("other (residual adds, copies)", whole - sum, 0.0);
+  parts.emplace_back("whole chunk (forward_backward)", whole, f.total() * per_chunk);
   Adam<float> adam(model.parameter_tensors());
   const auto params = model.parameter_tensors(), grad_refs = model.gradient_tensors(grads);
-  parts.push_back({"adam (per step)", time([&] { adam.step(params, grad_refs, 1e-9); }), 0.0});
+  parts.emplace_back("adam (per step)", time([&] { adam.step(params, grad_refs, 1e-9); }), 0.0);
   return parts;
 }
 
@@ -190,8 +190,8 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
 int main(int argc, char** argv) {
   ExperimentCli cli("bench_vit", "issue 14: ViT training throughput (exact attention, float) against the sgemm rate");
   int repeats = 7;
-  cli.app().add_option("--repeats", repeats, "timed training steps per batch size, after one warm-up step (median reported)")
-      ->check(CLI::Range(1, 1000))->capture_default_str();
+  cli.add_integer("--repeats", repeats, "timed training steps per batch size, after one warm-up step (median reported)",
+                  1, 1000, true);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {
     const auto& opt = cli.options();

@@ -250,7 +250,7 @@ ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) 
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_five_attentions_cost", "U14, U15: time and memory of the five attentions (seed 002, Table 1 and Figure 3)");
-  cli.app().footer("Takes no .npy inputs: it times sizes, not values (the accuracy experiments take --q --k --v).");
+  cli.footer("Takes no .npy inputs: it times sizes, not values (the accuracy experiments take --q --k --v).");
   cli.split_measurement();
   cli.parse(argc, argv);
   const auto all = methods();

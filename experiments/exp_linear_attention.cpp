@@ -296,7 +296,7 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linear_attention",
                     "U1-U3: linear attention vs softmax attention: equivalence, association, cost", GivenKind::attention);
-  cli.app().footer("With --q --k --v, only the accuracy table (U1, U2) runs, on those inputs; the cost sweep (U3) "
+  cli.footer("With --q --k --v, only the accuracy table (U1, U2) runs, on those inputs; the cost sweep (U3) "
                    "times sizes, not values.");
   std::string family;
   add_family_option(cli.app(), family);

@@ -197,7 +197,7 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_cost", "U7, L2: Linformer time and memory against n, k, d");
-  cli.app().footer("Takes no .npy inputs: it times sizes, not values (exp_linformer_theorems and exp_linformer_rank take --q --k --v).");
+  cli.footer("Takes no .npy inputs: it times sizes, not values (exp_linformer_theorems and exp_linformer_rank take --q --k --v).");
   cli.split_measurement();
   cli.parse(argc, argv);
   const auto measure = [&](const Shard& shard) {

@@ -9,6 +9,7 @@
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/family_option.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/attention/linformer.hpp"
@@ -225,7 +226,7 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_rank", "L1, L3: rank of QK^T; Linformer error against L at fixed k",
                     GivenKind::attention);
   std::string family;
-  cli.app().add_option("--family", family, "restrict to one input family")->check(CLI::IsMember(attention_families()));
+  add_family_option(cli.app(), family);
   cli.split_measurement();
   cli.parse(argc, argv);
   const auto measure = [&](const Shard& shard) {

@@ -148,7 +148,7 @@ ClaimRow judge_snippet(const ExperimentCli& cli, const std::filesystem::path& di
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_snippet", "L4: the explainer's LinformerAttention snippet, traced and run");
-  cli.app().footer("Takes no .npy inputs: it traces the shapes of a code snippet, not values.");
+  cli.footer("Takes no .npy inputs: it traces the shapes of a code snippet, not values.");
   cli.split_measurement();
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_snippet(cli, shard); },

@@ -11,6 +11,7 @@
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/family_option.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/attention/linformer.hpp"
@@ -485,10 +486,10 @@ ClaimRow judge_theorem2(const ExperimentCli& cli, const std::filesystem::path& d
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_theorems", "U4-U6, U16: Linformer's Theorems 1 and 2 as stated, measured",
                     GivenKind::attention);
-  cli.app().footer("With --q --k --v, both theorems are measured on those inputs at their n and d (eps, k and the "
+  cli.footer("With --q --k --v, both theorems are measured on those inputs at their n and d (eps, k and the "
                    "trials still sweep); the table of Theorem 2's k against d needs no inputs and is left out.");
   std::string family;
-  cli.app().add_option("--family", family, "restrict to one input family")->check(CLI::IsMember(attention_families()));
+  add_family_option(cli.app(), family);
   cli.split_measurement();
   cli.parse(argc, argv);
   const auto measure = [&](const Shard& shard) {

@@ -454,7 +454,7 @@ int main(int argc, char** argv) {
                     "seed 004: gradient, Z*, truncated-SVD recipe vs independent minimiser, Remark 2.1, pinv formulas",
                     GivenKind::regression);
   int starts = 6;
-  cli.app().add_option("--starts", starts, "random starts of the factored minimiser")->check(NonNegativeInteger & CLI::Range(1, 100));
+  cli.add_integer("--starts", starts, "random starts of the factored minimiser, 1 to 100", 1, 100);
   cli.split_measurement();
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_regression(cli, shard, starts); },

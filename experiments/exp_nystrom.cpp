@@ -341,7 +341,7 @@ ClaimRow judge_iterative_pinv(const ExperimentCli& cli, const std::filesystem::p
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_nystrom", "U12-U13: Nystrom attention vs landmarks; the iterative pseudoinverse",
                     GivenKind::attention);
-  cli.app().footer("With --q --k --v, the landmark sweep and the iterative pseudoinverse run on the kernel of those "
+  cli.footer("With --q --k --v, the landmark sweep and the iterative pseudoinverse run on the kernel of those "
                    "inputs only (no prescribed-condition matrices).");
   std::string family;
   add_family_option(cli.app(), family);

@@ -323,7 +323,7 @@ std::vector<ClaimRow> judge_growth(const ExperimentCli& cli, const std::filesyst
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_param_growth", "seed 004: parameter counts over h, bias augmentation, zero-padded growth",
                     GivenKind::qk_weights_x);
-  cli.app().footer("With --wq --wk, only the zero-padded growth (G7, param_growth.csv) runs, on those weights: "
+  cli.footer("With --wq --wk, only the zero-padded growth (G7, param_growth.csv) runs, on those weights: "
                    "the parameter counts and the bias augmentation do not depend on weight values.");
   cli.split_measurement();
   cli.parse(argc, argv);

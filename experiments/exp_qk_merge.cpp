@@ -271,9 +271,9 @@ ClaimRow judge_s3(const ExperimentCli& cli, const std::filesystem::path& dir) {
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_merge", "seed 001: merged W_QK vs W_Q, W_K: parameters, cost, head split");
-  cli.app().footer("Takes no .npy inputs: it counts parameters and operations and times sizes, none of which depend on weight values.");
+  cli.footer("Takes no .npy inputs: it counts parameters and operations and times sizes, none of which depend on weight values.");
   int repeats = 5;
-  cli.app().add_option("--repeats", repeats, "timed repeats per configuration (median kept)")->check(CLI::Range(1, 1000));
+  cli.add_integer("--repeats", repeats, "timed repeats per configuration (median kept), 1 to 1000", 1, 1000);
   cli.split_measurement();
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_merge(cli, shard, repeats); },

@@ -386,7 +386,7 @@ ClaimRow judge_attention(const ExperimentCli& cli, const std::filesystem::path& 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_random_features", "U8-U11: random Fourier features and random feature attention",
                     GivenKind::attention);
-  cli.app().footer("With --q --k --v, the factorisation (U10) runs on rows of those Q and K and random feature "
+  cli.footer("With --q --k --v, the factorisation (U10) runs on rows of those Q and K and random feature "
                    "attention (U11) on those inputs; the kernel estimator's mean and variance (U8, U9) use their own "
                    "random pairs and are left out.");
   std::string family;

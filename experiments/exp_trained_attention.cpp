@@ -11,7 +11,6 @@
 // skew and S_w tables, the heads and random families of the spectra, the swapped approximations), of which
 // --shard I/N runs its block; R12, L5 and U18 are judged from the tables read back. A full run's judge reads
 // the exact checkpoint's manifest in <dir>/checkpoints/ for the notes.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -776,9 +775,10 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_trained_attention",
                     "R12, L5: seed 000's S_w and the low rank of attention, on a ViT trained on Fashion-MNIST");
   std::string checkpoint, data_dir = kFashionMnistDir;
-  cli.app().add_option("--checkpoint", checkpoint,
-                       "a checkpoint directory (manifest.json) to analyse instead of <out>/checkpoints/{exact,symmetric}; "
-                       "writes tables, no ledger rows");
+  cli.add_text("--checkpoint", checkpoint,
+                "a checkpoint directory (manifest.json) to analyse instead of <out>/checkpoints/{exact,symmetric}; "
+                "writes tables, no ledger rows",
+                "DIR");
   add_fashion_mnist_option(cli, data_dir);
   cli.split_measurement();
   cli.parse(argc, argv);

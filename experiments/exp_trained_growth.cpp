@@ -10,7 +10,6 @@
 // the growth step trains on; its G = dL/dS comes from the score probe (model/analysis/score_probe.hpp) run in
 // double on a double copy of the model. --checkpoint DIR grows a user's exact checkpoint instead (its Adam
 // state is not saved: every arm starts a fresh one; the steps after growth only): tables, no ledger row.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <malloc.h>
 
@@ -347,9 +346,10 @@ int main(int argc, char** argv) {
 
   ExperimentCli cli("exp_trained_growth", "G10: growing d_k mid-training by seed 004's recipe against random new columns");
   std::string checkpoint, data_dir = kFashionMnistDir;
-  cli.app().add_option("--checkpoint", checkpoint,
-                       "an exact-attention checkpoint directory (manifest.json) to grow instead of training the steps before "
-                       "growth; writes tables, no ledger row");
+  cli.add_text("--checkpoint", checkpoint,
+                "an exact-attention checkpoint directory (manifest.json) to grow instead of training the steps before "
+                "growth; writes tables, no ledger row",
+                "DIR");
   add_fashion_mnist_option(cli, data_dir);
   cli.split_measurement();
   cli.parse(argc, argv);

@@ -1,6 +1,5 @@
 // U17 (U16 made testable): a vision Transformer trained here on Fashion-MNIST with each attention method,
 // over several seeds; which attention is the most accurate (seed 002's protocol, scaled to this CPU).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <malloc.h>
 
@@ -223,21 +222,19 @@ int main(int argc, char** argv) {
   std::string method = "all";
   int epochs = 0;
   std::string data_dir = kFashionMnistDir;
-  cli.app().add_option("--method", method, "one attention method, or all")->check(CLI::IsMember(choices));
-  cli.app().add_option("--epochs", epochs, fmt::format("passes over the training set, 1 to 1000 (default {}; --quick: 1)", kFullEpochs))
-      ->check(CLI::Range(1, 1000));
+  cli.add_choice("--method", method, "one attention method, or all", choices);
+  cli.add_integer("--epochs", epochs, fmt::format("passes over the training set, 1 to 1000 (default {}; --quick: 1)", kFullEpochs),
+                  1, 1000);
   Shape shape;
-  cli.app().add_option("--width", shape.D, "embedding width D, 1 to 4096 (a multiple of --heads)")
-      ->check(CLI::Range(1, 4096))->capture_default_str();
-  cli.app().add_option("--heads", shape.heads, "attention heads per block, 1 to 64")->check(CLI::Range(1, 64))->capture_default_str();
-  cli.app().add_option("--layers", shape.layers, "Transformer blocks, 1 to 64")->check(CLI::Range(1, 64))->capture_default_str();
-  cli.app().add_option("--mlp", shape.mlp, "MLP hidden width, 1 to 16384")->check(CLI::Range(1, 16384))->capture_default_str();
-  cli.app().add_option("--batch", shape.batch, "training images per Adam step, 1 to 60000")
-      ->check(CLI::Range(1, 60000))->capture_default_str();
+  cli.add_integer("--width", shape.D, "embedding width D, 1 to 4096 (a multiple of --heads)", 1, 4096, true);
+  cli.add_integer("--heads", shape.heads, "attention heads per block, 1 to 64", 1, 64, true);
+  cli.add_integer("--layers", shape.layers, "Transformer blocks, 1 to 64", 1, 64, true);
+  cli.add_integer("--mlp", shape.mlp, "MLP hidden width, 1 to 16384", 1, 16384, true);
+  cli.add_integer("--batch", shape.batch, "training images per Adam step, 1 to 60000", 1, 60000, true);
   // Checked while parsing, before --out is created: a bad shape leaves nothing behind.
-  cli.app().parse_complete_callback([&shape] {
-    if (shape.D % shape.heads != 0)
-      throw CLI::ValidationError("--width", fmt::format("{} is not a multiple of --heads {}", shape.D, shape.heads));
+  cli.add_parse_check("--width", [&shape] {
+    return shape.D % shape.heads == 0 ? std::string()
+                                      : fmt::format("{} is not a multiple of --heads {}", shape.D, shape.heads);
   });
   add_fashion_mnist_option(cli, data_dir);
   cli.split_measurement();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/linalg/iterative_pinv.hpp"
 #include "attnlab/attention/linear_attention.hpp"

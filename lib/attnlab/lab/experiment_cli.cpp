@@ -1,10 +1,9 @@
 // The command line every experiment shares: --seed, --quick, --out, --threads, and given .npy inputs.
 #include "attnlab/lab/experiment_cli.hpp"
 
+#include <CLI/CLI.hpp>
 #include <Eigen/Core>
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -14,86 +13,87 @@
 
 #include "attnlab/io/atomic_file.hpp"
 #include "attnlab/lab/build_id.hpp"
+#include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/quick_marker.hpp"
 #include "attnlab/lab/shard_stamp.hpp"
 
 namespace attnlab {
 
-const CLI::Validator FiniteNumber(
-    [](std::string& input) -> std::string {
-      std::size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(input, &used);
-      } catch (const std::exception&) {
-        return "'" + input + "' is not a number";
-      }
-      if (used != input.size()) return "'" + input + "' is not a number";
-      if (!std::isfinite(v)) return "'" + input + "' is not a finite number";
-      return {};
-    },
-    "FINITE");
-
-const CLI::Validator NonNegativeInteger(
-    [](std::string& input) -> std::string {
-      if (input.empty() || input.find_first_not_of("0123456789") != std::string::npos)
-        return "'" + input + "' is not a non-negative integer";
-      // CLI11 would clamp a larger value to the type's maximum; a seed must name itself exactly.
-      std::uint64_t value = 0;
-      const auto [end, ec] = std::from_chars(input.data(), input.data() + input.size(), value);
-      if (ec == std::errc::result_out_of_range || end != input.data() + input.size())
-        return "'" + input + "' is larger than 18446744073709551615 (2^64 - 1)";
-      return {};
-    },
-    "UINT");
-
-std::string PlainHelpFormatter::make_option_opts(const CLI::Option* opt) const {
-  if (!opt->get_option_text().empty() || opt->get_type_size() == 0) return CLI::Formatter::make_option_opts(opt);
-  // get_type_name() is "TYPE" followed by ":description" per validator; keep TYPE, or a list of choices.
-  const std::string full = opt->get_type_name();
-  const auto colon = full.find(':');
-  std::string type = full.substr(0, colon);
-  if (colon != std::string::npos && full.compare(colon + 1, 1, "{") == 0) {
-    const auto close = full.find('}', colon);
-    type = full.substr(colon + 1, close == std::string::npos ? std::string::npos : close - colon);
-  }
-  std::string out = type.empty() ? "" : " " + type;
-  if (opt->get_required()) out += " REQUIRED";
-  if (!opt->get_excludes().empty()) {
-    out += " Excludes:";
-    for (const CLI::Option* other : opt->get_excludes()) out += " " + other->get_name();
-  }
-  return out;
-}
-
-std::string PlainHelpFormatter::make_option_desc(const CLI::Option* opt) const {
-  std::string desc = opt->get_description();
-  const std::string def = opt->get_default_str();
-  if (!def.empty() && desc.find("default") == std::string::npos) desc += " (default " + def + ")";
-  return desc;
-}
-
 ExperimentCli::ExperimentCli(std::string name, std::string description, std::optional<GivenKind> given)
-    : name_(std::move(name)), app_(std::move(description), name_) {
-  app_.formatter(std::make_shared<PlainHelpFormatter>());
-  app_.add_option("--seed", options_.seed, "base seed, 0 to 2^64 - 1; trial seeds are derived from it")
+    : name_(std::move(name)), parser_(std::make_unique<CLI::App>(std::move(description), name_)) {
+  parser_->formatter(std::make_shared<PlainHelpFormatter>());
+  parser_->add_option("--seed", options_.seed, "base seed, 0 to 2^64 - 1; trial seeds are derived from it")
       ->check(NonNegativeInteger)->capture_default_str();
-  app_.add_flag("--quick", options_.quick, "small sweep for tests (seconds, not minutes)");
-  app_.add_option("--out", options_.out, "output directory for tables and claims.csv (default: results; quick-results with --quick)")
+  parser_->add_flag("--quick", options_.quick, "small sweep for tests (seconds, not minutes)");
+  parser_->add_option("--out", options_.out, "output directory for tables and claims.csv (default: results; quick-results with --quick)")
       ->type_name("DIR");
-  app_.add_option("--threads", options_.threads, "worker threads, 1 to 1024 (default: all cores)")
+  parser_->add_option("--threads", options_.threads, "worker threads, 1 to 1024 (default: all cores)")
       ->check(NonNegativeInteger & CLI::Range(1, 1024));
-  if (given) given_.emplace(app_, *given);
+  if (given) given_.emplace(*parser_, *given);
 }
+
+ExperimentCli::~ExperimentCli() = default;
+
+namespace {
+// A decimal integer, optionally negative (NonNegativeInteger's rule, with a sign where the range allows one).
+const CLI::Validator DecimalInteger(
+    [](std::string& input) -> std::string {
+      const std::size_t digits = !input.empty() && input[0] == '-' ? 1 : 0;
+      if (input.size() == digits || input.find_first_not_of("0123456789", digits) != std::string::npos)
+        return "'" + input + "' is not an integer";
+      return {};
+    },
+    "INT");
+
+template <typename Int>
+void add_integer_option(CLI::App& app, const std::string& flag, Int& target, const std::string& description, Int lo,
+                        Int hi, bool show_default) {
+  CLI::Option* opt = app.add_option(flag, target, description)
+                         ->check((lo >= 0 ? NonNegativeInteger : DecimalInteger) & CLI::Range(lo, hi));
+  if (show_default) opt->capture_default_str();
+}
+}  // namespace
+
+void ExperimentCli::add_integer(const std::string& flag, int& target, const std::string& description, int lo, int hi,
+                                bool show_default) {
+  add_integer_option(*parser_, flag, target, description, lo, hi, show_default);
+}
+
+void ExperimentCli::add_integer(const std::string& flag, std::int64_t& target, const std::string& description,
+                                std::int64_t lo, std::int64_t hi, bool show_default) {
+  add_integer_option(*parser_, flag, target, description, lo, hi, show_default);
+}
+
+void ExperimentCli::add_choice(const std::string& flag, std::string& target, const std::string& description,
+                               const std::vector<std::string>& choices) {
+  parser_->add_option(flag, target, description)->check(CLI::IsMember(choices));
+}
+
+void ExperimentCli::add_text(const std::string& flag, std::string& target, const std::string& description,
+                             const std::string& type_name) {
+  parser_->add_option(flag, target, description)->type_name(type_name);
+}
+
+void ExperimentCli::add_parse_check(const std::string& flag, std::function<std::string()> check) {
+  // Chained after any earlier check: CLI11 keeps one parse-complete callback.
+  checks_.emplace_back(flag, std::move(check));
+  if (checks_.size() > 1) return;
+  parser_->parse_complete_callback([this] {
+    for (const auto& [name, run] : checks_)
+      if (std::string problem = run(); !problem.empty()) throw CLI::ValidationError(name, problem);
+  });
+}
+
+void ExperimentCli::footer(const std::string& text) { parser_->footer(text); }
 
 void ExperimentCli::split_measurement() {
   if (split_) return;
   split_ = true;
-  app_.add_option("--shard", shard_text_,
+  parser_->add_option("--shard", shard_text_,
                   "measure only shard I of N of the sweeps (1 <= I <= N): its tables and a stamp, no ledger; "
                   "merge the shards with attnlab_merge, then --judge the merged directory")
       ->type_name("I/N");
-  app_.add_option("--judge", judge_dir_,
+  parser_->add_option("--judge", judge_dir_,
                   "judge the merged tables in DIR (attnlab_merge's output): derived tables and ledger rows into DIR; "
                   "the seed and quick/full come from DIR's stamp")
       ->type_name("DIR")
@@ -105,9 +105,9 @@ void ExperimentCli::split_measurement() {
 
 void ExperimentCli::parse(int argc, char** argv) {
   try {
-    app_.parse(argc, argv);
+    parser_->parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app_.help());
+    fmt::print("{}", parser_->help());
     std::exit(0);
   } catch (const CLI::ParseError& e) {
     // One line naming the problem; CLI11's own failure message adds a second line.
@@ -120,7 +120,7 @@ void ExperimentCli::parse(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", name_, e.what());
     std::exit(kExitUsage);
   }
-  if (split_ && app_.count("--shard") > 0) {
+  if (split_ && parser_->count("--shard") > 0) {
     try {
       shard_ = Shard::parse(shard_text_);
     } catch (const std::invalid_argument& e) {
@@ -129,7 +129,7 @@ void ExperimentCli::parse(int argc, char** argv) {
     }
     sharded_ = true;
   }
-  if (split_ && app_.count("--judge") > 0) {
+  if (split_ && parser_->count("--judge") > 0) {
     // The merged directory says what it holds; the judgement must not be told otherwise.
     try {
       const ShardStamp stamp = read_stamp(merged_stamp_path(judge_dir_, name_));
@@ -150,13 +150,13 @@ void ExperimentCli::parse(int argc, char** argv) {
     std::exit(kExitUsage);
   }
   // --family picks among our random input families; with the user's own matrices there is none to pick.
-  if (uses_given() && app_.get_option_no_throw("--family") != nullptr && app_.count("--family") > 0) {
+  if (uses_given() && parser_->get_option_no_throw("--family") != nullptr && parser_->count("--family") > 0) {
     fmt::print(stderr, "{}: --family chooses among random input families and cannot be combined with given inputs\n",
                name_);
     std::exit(kExitUsage);
   }
   // Quick runs land in quick-results unless told otherwise, never in the committed results.
-  if (options_.quick && app_.count("--out") == 0 && !judging_) options_.out = "quick-results";
+  if (options_.quick && parser_->count("--out") == 0 && !judging_) options_.out = "quick-results";
   try {
     ensure_writable_directory(options_.out);
   } catch (const OutputError& e) {
@@ -217,7 +217,7 @@ void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
 std::string ExperimentCli::measurement_options() const {
   static const std::set<std::string> common = {"--help", "--seed", "--quick", "--out", "--threads", "--shard", "--judge"};
   std::string text;
-  for (const CLI::Option* opt : app_.get_options()) {
+  for (const CLI::Option* opt : parser_->get_options()) {
     const std::string name = opt->get_name();
     if (opt->count() == 0 || common.count(name) != 0) continue;
     text += (text.empty() ? "" : " ") + name;

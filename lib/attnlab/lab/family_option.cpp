@@ -1,6 +1,7 @@
 // The --family option of accuracy experiments: restrict a sweep to one named input family.
 #include "attnlab/lab/family_option.hpp"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <stdexcept>
 
@@ -14,8 +15,8 @@ std::string family_list() {
   for (const auto& f : attention_families()) list += (list.empty() ? "" : ", ") + f;
   return list;
 }
-}  // namespace
 
+// Accepts only names from attention_families(); the message lists them.
 const CLI::Validator AttentionFamilyName(
     [](std::string& input) -> std::string {
       const auto& all = attention_families();
@@ -23,6 +24,8 @@ const CLI::Validator AttentionFamilyName(
       return "unknown input family '" + input + "' (known: " + family_list() + ")";
     },
     "FAMILY");
+
+}  // namespace
 
 void add_family_option(CLI::App& app, std::string& target) {
   app.add_option("--family", target, "restrict the sweep to one input family: " + family_list() + " (default: all)")

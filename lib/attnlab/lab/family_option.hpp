@@ -1,16 +1,16 @@
 // The --family option of accuracy experiments: restrict a sweep to one named input family.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace attnlab {
 
-// CLI11 validator accepting only names from attention_families(); the message lists them.
-extern const CLI::Validator AttentionFamilyName;
-
-// Adds --family NAME to `app`, stored in `target` ("" = all families). An unknown name is a
+// Adds --family NAME to `app` (an experiment passes cli.app()), stored in `target` ("" = all families). An unknown name is a
 // usage error: ExperimentCli::parse prints one line and exits with status 2.
 void add_family_option(CLI::App& app, std::string& target);
 

@@ -6,7 +6,7 @@
 namespace attnlab {
 
 void add_fashion_mnist_option(ExperimentCli& cli, std::string& dir) {
-  cli.app().add_option("--data", dir, "directory with the four Fashion-MNIST IDX files (gzip)")->type_name("DIR");
+  cli.add_text("--data", dir, "directory with the four Fashion-MNIST IDX files (gzip)", "DIR");
 }
 
 std::optional<FashionMnist> load_fashion_mnist_for(const ExperimentCli& cli, const std::string& dir, int side) {

@@ -1,6 +1,7 @@
 // The user's own matrices as .npy files (--wq --wk [--x], --q --k --v, --x --b), checked as a set.
 #include "attnlab/lab/given_inputs.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attnlab/io/npy.hpp"

@@ -1,7 +1,6 @@
 // The user's own matrices as .npy files (--wq --wk [--x], --q --k --v, --x --b), checked as a set.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <Eigen/Dense>
 #include <stdexcept>
 #include <string>
@@ -9,6 +8,10 @@
 
 #include "attnlab/lab/attention_inputs.hpp"
 #include "attnlab/lab/qk_weights.hpp"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace attnlab {
 

@@ -1,0 +1,26 @@
+// The CLI11 pieces every command line of ours shares: validators for numbers CLI11 would take too
+// loosely, and the help formatter. For the apps and the lab's own .cpp files; an experiment adds its
+// flags through ExperimentCli (experiment_cli.hpp), which keeps CLI11 out of its compile.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace attnlab {
+
+// Refuses NaN and infinities (CLI11 itself parses "nan" and "inf").
+extern const CLI::Validator FiniteNumber;
+
+// CLI11 validator for a plain decimal integer >= 0 (CLI11 would wrap "-1" into an unsigned).
+extern const CLI::Validator NonNegativeInteger;
+
+// --help as a person writes it: "--seed UINT  base seed ... (default 20250311)" instead of CLI11's
+// "--seed UINT:UINT=20250311" or "--threads INT:(UINT) AND (INT in [1 - 1024])". An option shows its
+// type name (or its list of choices) only; the validators' own descriptions are left out, so an option's
+// description states its range; the default follows the description unless it already names one.
+class PlainHelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override;
+  std::string make_option_desc(const CLI::Option* opt) const override;
+};
+
+}  // namespace attnlab
