@@ -64,3 +64,22 @@ TEST_CASE("a shard's stamp records the experiment's own flags, not the common on
   CHECK(stamp.find("\"options\": \"--repeats 2\",") != std::string::npos);
   CHECK(stamp.find("\"seed\": \"5\"") != std::string::npos);
 }
+
+TEST_CASE("integers are decimal: a leading zero is refused, never read as octal") {
+  // CLI11 converts with base 0, where "010" is 8: the validators refuse leading zeros (cli_validators.hpp).
+  ScratchDir dir;
+  const std::string out = (dir.path() / "out").string();
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"exp_qk_merge", "--seed", "010"},
+                                               {"exp_qk_merge", "--repeats", "010"}, {"exp_qk_merge", "--threads", "01"},
+                                               {"exp_vit_training", "--layers", "-01"}, {"exp_qk_merge", "--seed", "0x10"}}) {
+    INFO(args[0] << " " << args[1] << " " << args[2]);
+    const auto r = run_binary(args[0], {args[1], args[2], "--quick", "--out", out});
+    CHECK(r.exit_status == 2);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.find("'" + args[2] + "'") != std::string::npos);
+    CHECK(!std::filesystem::exists(out));
+  }
+  // Zero itself is a plain decimal integer.
+  const auto zero = run_binary("exp_qk_merge", {"--seed", "0", "--quick", "--threads", "1", "--shard", "1/2", "--out", out});
+  CHECK(zero.exit_status == 0);
+}

@@ -10,7 +10,8 @@ namespace attnlab {
 // Refuses NaN and infinities (CLI11 itself parses "nan" and "inf").
 extern const CLI::Validator FiniteNumber;
 
-// CLI11 validator for a plain decimal integer >= 0 (CLI11 would wrap "-1" into an unsigned).
+// A plain decimal integer >= 0 without leading zeros (CLI11 would wrap "-1" into an unsigned, and it converts
+// with base 0: "010" would be 8, "0x10" 16).
 extern const CLI::Validator NonNegativeInteger;
 
 // --help as a person writes it: "--seed UINT  base seed ... (default 20250311)" instead of CLI11's

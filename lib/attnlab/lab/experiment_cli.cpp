@@ -38,9 +38,11 @@ namespace {
 // A decimal integer, optionally negative (NonNegativeInteger's rule, with a sign where the range allows one).
 const CLI::Validator DecimalInteger(
     [](std::string& input) -> std::string {
-      const std::size_t digits = !input.empty() && input[0] == '-' ? 1 : 0;
-      if (input.size() == digits || input.find_first_not_of("0123456789", digits) != std::string::npos)
+      const std::size_t sign = !input.empty() && input[0] == '-' ? 1 : 0;
+      if (input.size() == sign || input.find_first_not_of("0123456789", sign) != std::string::npos)
         return "'" + input + "' is not an integer";
+      if (input.size() > sign + 1 && input[sign] == '0')  // CLI11 would read it as octal
+        return "'" + input + "' has a leading zero (CLI11 would read it as octal)";
       return {};
     },
     "INT");

@@ -46,7 +46,8 @@ class ExperimentCli {
 
   // Experiment-specific flags, added before parse(). A bad value is a usage error like any other: one
   // line naming the flag and the value, exit status 2, nothing created.
-  //   --flag N     an integer written in decimal, in [lo, hi] (CLI11 alone would read "010" as octal);
+  //   --flag N     an integer written in decimal without leading zeros, in [lo, hi] (CLI11 alone reads "010"
+  //                as octal 8);
   //                with show_default, --help shows the value `target` holds now as the default.
   void add_integer(const std::string& flag, int& target, const std::string& description, int lo, int hi,
                    bool show_default = false);
