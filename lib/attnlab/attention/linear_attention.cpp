@@ -2,6 +2,7 @@
 // (its text) and Katharopoulos et al.'s elu(x) + 1 feature map (its public code).
 #include "attnlab/attention/linear_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <vector>
@@ -157,7 +158,14 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   detail::check_same_heads(q, k, v);
   detail::check_attention_shapes("elu_linear_attention", q[0], k[0], v[0]);
   const Eigen::Index count = q.count(), dv = v.d();
-  const detail::RowBlocks keys{k.n(), kFastRowBlock}, queries{q.n(), kFastRowBlock};
+  // A head of at most kWholeHeadRows rows is one block: a block of all of a column-major head's rows is one
+  // contiguous stretch of memory, streamed by the hardware prefetcher, where a block of part of them reads d
+  // separate short segments. Issue 17, side by side (b32 h4): 12-25% less time at n 768 to 2048 than with
+  // kFastRowBlock rows; longer heads keep kFastRowBlock (2048-row blocks of a long head ran slower: the
+  // block's phi and V outgrow the L2 cache). The blocks depend on the shapes alone, never on the threads.
+  constexpr Eigen::Index kWholeHeadRows = 2048;
+  const auto block_rows = [](Eigen::Index n) { return n <= kWholeHeadRows ? std::max<Eigen::Index>(n, 1) : kFastRowBlock; };
+  const detail::RowBlocks keys{k.n(), block_rows(k.n())}, queries{q.n(), block_rows(q.n())};
   // As the reference: where all of a head's K is negative, phi(K) = exp(K - max K) (the output is
   // unchanged by a common positive factor, and exp(K) alone could underflow to all zeros).
   std::vector<T> k_max(static_cast<std::size_t>(count));
