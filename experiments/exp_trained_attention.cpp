@@ -776,9 +776,9 @@ int main(int argc, char** argv) {
                     "R12, L5: seed 000's S_w and the low rank of attention, on a ViT trained on Fashion-MNIST");
   std::string checkpoint, data_dir = kFashionMnistDir;
   cli.add_text("--checkpoint", checkpoint,
-                "a checkpoint directory (manifest.json) to analyse instead of <out>/checkpoints/{exact,symmetric}; "
-                "writes tables, no ledger rows",
-                "DIR");
+               "a checkpoint directory (manifest.json) to analyse instead of <out>/checkpoints/{exact,symmetric}; "
+               "writes tables, no ledger rows",
+               "DIR");
   add_fashion_mnist_option(cli, data_dir);
   cli.split_measurement();
   cli.parse(argc, argv);

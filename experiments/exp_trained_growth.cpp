@@ -347,9 +347,9 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_trained_growth", "G10: growing d_k mid-training by seed 004's recipe against random new columns");
   std::string checkpoint, data_dir = kFashionMnistDir;
   cli.add_text("--checkpoint", checkpoint,
-                "an exact-attention checkpoint directory (manifest.json) to grow instead of training the steps before "
-                "growth; writes tables, no ledger row",
-                "DIR");
+               "an exact-attention checkpoint directory (manifest.json) to grow instead of training the steps before "
+               "growth; writes tables, no ledger row",
+               "DIR");
   add_fashion_mnist_option(cli, data_dir);
   cli.split_measurement();
   cli.parse(argc, argv);

@@ -469,9 +469,9 @@ int main(int argc, char** argv) {
                     "G11, G12: seed 004's regression target B = G + S and its low-rank recipe on a ViT trained on Fashion-MNIST");
   std::string checkpoint, data_dir = kFashionMnistDir;
   cli.add_text("--checkpoint", checkpoint,
-                "an exact-attention checkpoint directory (manifest.json) to analyse instead of "
-                "<out>/checkpoints/exact; writes tables, no ledger rows",
-                "DIR");
+               "an exact-attention checkpoint directory (manifest.json) to analyse instead of "
+               "<out>/checkpoints/exact; writes tables, no ledger rows",
+               "DIR");
   add_fashion_mnist_option(cli, data_dir);
   cli.split_measurement();
   cli.parse(argc, argv);

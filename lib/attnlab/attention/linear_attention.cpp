@@ -164,7 +164,9 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   // kFastRowBlock rows; longer heads keep kFastRowBlock (2048-row blocks of a long head ran slower: the
   // block's phi and V outgrow the L2 cache). The blocks depend on the shapes alone, never on the threads.
   constexpr Eigen::Index kWholeHeadRows = 2048;
-  const auto block_rows = [](Eigen::Index n) { return n <= kWholeHeadRows ? std::max<Eigen::Index>(n, 1) : kFastRowBlock; };
+  const auto block_rows = [](Eigen::Index n) {
+    return n <= kWholeHeadRows ? std::max<Eigen::Index>(n, 1) : kFastRowBlock;
+  };
   const detail::RowBlocks keys{k.n(), block_rows(k.n())}, queries{q.n(), block_rows(q.n())};
   // As the reference: where all of a head's K is negative, phi(K) = exp(K - max K) (the output is
   // unchanged by a common positive factor, and exp(K) alone could underflow to all zeros).

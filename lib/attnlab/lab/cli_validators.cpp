@@ -28,7 +28,8 @@ const CLI::Validator NonNegativeInteger(
       if (input.empty() || input.find_first_not_of("0123456789") != std::string::npos)
         return "'" + input + "' is not a non-negative integer";
       // CLI11 converts with base 0, so "010" would silently be the seed 8.
-      if (input.size() > 1 && input[0] == '0') return "'" + input + "' has a leading zero (CLI11 would read it as octal)";
+      if (input.size() > 1 && input[0] == '0')
+        return "'" + input + "' has a leading zero (CLI11 would read it as octal)";
       // CLI11 would clamp a larger value to the type's maximum; a seed must name itself exactly.
       std::uint64_t value = 0;
       const auto [end, ec] = std::from_chars(input.data(), input.data() + input.size(), value);

@@ -41,7 +41,7 @@ const CLI::Validator DecimalInteger(
       const std::size_t sign = !input.empty() && input[0] == '-' ? 1 : 0;
       if (input.size() == sign || input.find_first_not_of("0123456789", sign) != std::string::npos)
         return "'" + input + "' is not an integer";
-      if (input.size() > sign + 1 && input[sign] == '0')  // CLI11 would read it as octal
+      if (input.size() > sign + 1 && input[sign] == '0')
         return "'" + input + "' has a leading zero (CLI11 would read it as octal)";
       return {};
     },
@@ -92,12 +92,12 @@ void ExperimentCli::split_measurement() {
   if (split_) return;
   split_ = true;
   parser_->add_option("--shard", shard_text_,
-                  "measure only shard I of N of the sweeps (1 <= I <= N): its tables and a stamp, no ledger; "
-                  "merge the shards with attnlab_merge, then --judge the merged directory")
+                      "measure only shard I of N of the sweeps (1 <= I <= N): its tables and a stamp, no ledger; "
+                      "merge the shards with attnlab_merge, then --judge the merged directory")
       ->type_name("I/N");
   parser_->add_option("--judge", judge_dir_,
-                  "judge the merged tables in DIR (attnlab_merge's output): derived tables and ledger rows into DIR; "
-                  "the seed and quick/full come from DIR's stamp")
+                      "judge the merged tables in DIR (attnlab_merge's output): derived tables and ledger rows into DIR; "
+                      "the seed and quick/full come from DIR's stamp")
       ->type_name("DIR")
       ->excludes("--shard")
       ->excludes("--out")

@@ -10,8 +10,8 @@ class App;
 
 namespace attnlab {
 
-// Adds --family NAME to `app` (an experiment passes cli.app()), stored in `target` ("" = all families). An unknown name is a
-// usage error: ExperimentCli::parse prints one line and exits with status 2.
+// Adds --family NAME to `app` (an experiment passes cli.app()), stored in `target` ("" = all families).
+// An unknown name is a usage error: ExperimentCli::parse prints one line and exits with status 2.
 void add_family_option(CLI::App& app, std::string& target);
 
 // The families a sweep runs over: all of attention_families() for "", else just the one named.
