@@ -267,7 +267,8 @@ void measure_theorem2(const ExperimentCli& cli, const Plan& plan, const Shard& s
     const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
     const Vec<double> p_norm = softmax_attention_matrix(in.q, in.k).rowwise().norm();
     // ||V||: the spectral norm, the operator norm a bound on ||softmax(w) V|| uses.
-    const double v_norm = std::sqrt(Eigen::SelfAdjointEigenSolver<Mat<double>>(in.v.transpose() * in.v).eigenvalues().maxCoeff());
+    const Mat<double> gram = in.v.transpose() * in.v;  // a Mat, so the solver's one compiled compute() takes it
+    const double v_norm = std::sqrt(Eigen::SelfAdjointEigenSolver<Mat<double>>(gram).eigenvalues().maxCoeff());
     const Eigen::Index kmax = *std::max_element(c.ks.begin(), c.ks.end());
     auto& res = u6r[j];
     res.successes.assign(c.ks.size(), std::vector<std::size_t>(sw.u6_eps.size(), 0));

@@ -20,3 +20,9 @@ extern template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf>;
 extern template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>;
 extern template class Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXf>;
 extern template class Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd>;
+// The solver's compute() and constructor taking a matrix are member templates, which `extern template class`
+// does not cover: compute() for the matrix type itself, the way every user calls it, is declared here too.
+extern template Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf>&
+Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf>::compute(const Eigen::EigenBase<Eigen::MatrixXf>&, int);
+extern template Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>&
+Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>::compute(const Eigen::EigenBase<Eigen::MatrixXd>&, int);

@@ -5,4 +5,6 @@
 template class Eigen::BDCSVD<Eigen::MatrixXd>;
 template class Eigen::JacobiSVD<Eigen::MatrixXd>;
 template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>;
+template Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>&
+Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>::compute(const Eigen::EigenBase<Eigen::MatrixXd>&, int);
 template class Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd>;

@@ -5,4 +5,6 @@
 template class Eigen::BDCSVD<Eigen::MatrixXf>;
 template class Eigen::JacobiSVD<Eigen::MatrixXf>;
 template class Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf>;
+template Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf>&
+Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf>::compute(const Eigen::EigenBase<Eigen::MatrixXf>&, int);
 template class Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXf>;
