@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <set>
+#include <stdexcept>
 #include <new>
 #include <omp.h>
 
@@ -35,23 +36,11 @@ ExperimentCli::ExperimentCli(std::string name, std::string description, std::opt
 ExperimentCli::~ExperimentCli() = default;
 
 namespace {
-// A decimal integer, optionally negative (NonNegativeInteger's rule, with a sign where the range allows one).
-const CLI::Validator DecimalInteger(
-    [](std::string& input) -> std::string {
-      const std::size_t sign = !input.empty() && input[0] == '-' ? 1 : 0;
-      if (input.size() == sign || input.find_first_not_of("0123456789", sign) != std::string::npos)
-        return "'" + input + "' is not an integer";
-      if (input.size() > sign + 1 && input[sign] == '0')
-        return "'" + input + "' has a leading zero (CLI11 would read it as octal)";
-      return {};
-    },
-    "INT");
-
 template <typename Int>
 void add_integer_option(CLI::App& app, const std::string& flag, Int& target, const std::string& description, Int lo,
                         Int hi, bool show_default) {
-  CLI::Option* opt = app.add_option(flag, target, description)
-                         ->check((lo >= 0 ? NonNegativeInteger : DecimalInteger) & CLI::Range(lo, hi));
+  if (lo < 0) throw std::logic_error("ExperimentCli::add_integer: " + flag + " needs lo >= 0");
+  CLI::Option* opt = app.add_option(flag, target, description)->check(NonNegativeInteger & CLI::Range(lo, hi));
   if (show_default) opt->capture_default_str();
 }
 }  // namespace

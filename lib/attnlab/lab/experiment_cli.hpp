@@ -46,9 +46,8 @@ class ExperimentCli {
 
   // Experiment-specific flags, added before parse(). A bad value is a usage error like any other: one
   // line naming the flag and the value, exit status 2, nothing created.
-  //   --flag N     an integer written in decimal without leading zeros, in [lo, hi] (CLI11 alone reads "010"
-  //                as octal 8);
-  //                with show_default, --help shows the value `target` holds now as the default.
+  //   --flag N     an integer in [lo, hi], lo >= 0, written in decimal without leading zeros (CLI11 alone
+  //                reads "010" as octal 8); with show_default, --help shows `target`'s value now as the default.
   void add_integer(const std::string& flag, int& target, const std::string& description, int lo, int hi,
                    bool show_default = false);
   void add_integer(const std::string& flag, std::int64_t& target, const std::string& description, std::int64_t lo,
