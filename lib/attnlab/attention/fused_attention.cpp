@@ -235,7 +235,7 @@ HeadStack<T> fused_attention(const HeadStack<T>& q, const HeadStack<T>& k, const
   detail::check_same_heads(q, k, v);
   detail::check_attention_shapes("fused_attention", q[0], k[0], v[0]);
   check_key_block(key_block);
-  HeadStack<T> out(q.batch(), q.heads(), q.n(), v.d());
+  auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), v.d());
   fused_heads(&q[0], &k[0], &v[0], &out[0], q.count(), key_block);
   return out;
 }
@@ -269,8 +269,10 @@ StackGradients<T> fused_attention_backward(const HeadStack<T>& q, const HeadStac
     throw std::invalid_argument("fused_attention_backward: out, d_out and lse must have one entry per head of Q (" +
                                 std::to_string(q.count()) + ")");
   for (Eigen::Index h = 0; h < q.count(); ++h) check_backward_shapes(q[h], k[h], v[h], out[h], lse[h], d_out[h]);
-  StackGradients<T> g{HeadStack<T>(q.batch(), q.heads(), q.n(), q.d()), HeadStack<T>(k.batch(), k.heads(), k.n(), k.d()),
-                      HeadStack<T>(v.batch(), v.heads(), v.n(), v.d())};
+  // Left unset: backward_heads zeroes dQ, and each key block's task its dK and dV rows, before adding into them.
+  StackGradients<T> g{HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), q.d()),
+                      HeadStack<T>::uninitialized(k.batch(), k.heads(), k.n(), k.d()),
+                      HeadStack<T>::uninitialized(v.batch(), v.heads(), v.n(), v.d())};
   std::vector<BackwardHead<T>> heads;
   for (Eigen::Index h = 0; h < q.count(); ++h)
     heads.push_back({&q[h], &k[h], &v[h], &d_out[h], &lse[static_cast<std::size_t>(h)], {}, &g.dq[h], &g.dk[h], &g.dv[h]});

@@ -123,7 +123,7 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
   });
   const auto ekfv = detail::add_blocks(part, count, keys.count());
   // Pass 3: scores (E K) Q_i^T / sqrt(d), (kp, b), softmax down each column, times F V.
-  HeadStack<T> out(q.batch(), q.heads(), q.n(), dv);
+  auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   const T scale = T(1) / std::sqrt(static_cast<T>(d));
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const Mat<T>& s = ekfv[static_cast<std::size_t>(h)];

@@ -110,7 +110,7 @@ HeadStack<T> nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k, con
   std::vector<Mat<T>> a(fac.size());
   for (std::size_t i = 0; i < fac.size(); ++i) a[i] = fac[i].a;
   const std::vector<Mat<T>> z = nystrom_pinv(a, options);
-  HeadStack<T> out(q.batch(), q.heads(), q.n(), v.d());
+  auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), v.d());
 #pragma omp parallel for schedule(dynamic)
   for (Eigen::Index i = 0; i < count; ++i) {
     const auto& fi = fac[static_cast<std::size_t>(i)];
@@ -175,7 +175,7 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
     w[static_cast<std::size_t>(h)].noalias() = z[static_cast<std::size_t>(h)] * (sums.cwiseInverse().asDiagonal() * bv);
   }
   // Pass 3: F_i = softmax(Q_i K~^T / sqrt(d)), computed transposed (m, b), times W.
-  HeadStack<T> out(q.batch(), q.heads(), q.n(), dv);
+  auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const auto i = static_cast<std::size_t>(h);
     Mat<T> f_lq = kl[i] * (q[h].middleRows(i0, b).transpose() * scale);

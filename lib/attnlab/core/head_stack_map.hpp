@@ -24,7 +24,7 @@ void check_same_heads(const HeadStack<T>& q, const HeadStack<T>& k, const HeadSt
 template <typename T, typename Kernel>
 HeadStack<T> map_heads(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v, Kernel kernel) {
   check_same_heads(q, k, v);
-  HeadStack<T> out(q.batch(), q.heads(), q.n(), v.d());
+  auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), v.d());
   const Eigen::Index count = q.count();
   // Exceptions must not escape an OpenMP region: shapes are checked on head 0 first, and
   // every head has the same shapes, so no head can throw after that.
