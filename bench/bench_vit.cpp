@@ -190,7 +190,7 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
 int main(int argc, char** argv) {
   ExperimentCli cli("bench_vit", "issue 14: ViT training throughput (exact attention, float) against the sgemm rate");
   int repeats = 7;
-  cli.add_integer("--repeats", repeats, "timed training steps per batch size, after one warm-up step (median reported)",
+  cli.add_integer("--repeats", repeats, "timed training steps per batch size, after one warm-up step (median reported), 1 to 1000",
                   1, 1000, true);
   cli.parse(argc, argv);
   return run_experiment(cli.name(), [&] {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <utility>
 #include <vector>
 
 #include "attnlab/core/row_blocks.hpp"
@@ -35,13 +36,14 @@ std::vector<Mat<T>> summarise_key_blocks(Eigen::Index count, const RowBlocks& bl
   return part;
 }
 
-// Pass 2 of the methods whose summary is a plain sum: each head's blocks added in block order.
+// Pass 2 of the methods whose summary is a plain sum: each head's blocks added in block order. Takes the
+// parts (their first block becomes the sum, moved, not copied: with one block per head, no work at all).
 template <typename T>
-std::vector<Mat<T>> add_blocks(const std::vector<Mat<T>>& part, Eigen::Index count, Eigen::Index blocks) {
+std::vector<Mat<T>> add_blocks(std::vector<Mat<T>>&& part, Eigen::Index count, Eigen::Index blocks) {
   std::vector<Mat<T>> sum(static_cast<std::size_t>(count));
 #pragma omp parallel for schedule(static)
   for (Eigen::Index h = 0; h < count; ++h) {
-    Mat<T> s = part[static_cast<std::size_t>(h * blocks)];
+    Mat<T> s = std::move(part[static_cast<std::size_t>(h * blocks)]);
     for (Eigen::Index j = 1; j < blocks; ++j) s += part[static_cast<std::size_t>(h * blocks + j)];
     sum[static_cast<std::size_t>(h)] = std::move(s);
   }

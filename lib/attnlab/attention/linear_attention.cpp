@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <utility>
 #include <vector>
 
 #include "attnlab/attention/fast_passes.hpp"
@@ -179,7 +180,7 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
     for (Eigen::Index h = 0; h < count; ++h) k_max[static_cast<std::size_t>(h)] = k[h].maxCoeff();
   }
   // Pass 1: per key block, [phi(K_j)^T V_j, phi(K_j)^T 1], (d, d_v + 1).
-  const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
+  auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
     const auto k_j = k[h].middleRows(j0, b);
     const T m = k_max.empty() ? k_j.maxCoeff() : k_max[static_cast<std::size_t>(h)];
     const Mat<T> phi = m < T(0) ? Mat<T>((k_j.array() - m).exp().matrix()) : elu_plus_one_vectorised(k_j);
@@ -188,7 +189,7 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
     s.col(dv) = phi.colwise().sum().transpose();
     return s;
   });
-  const auto kvz = detail::add_blocks(part, count, keys.count());
+  const auto kvz = detail::add_blocks(std::move(part), count, keys.count());
   // Pass 3: numerators and denominators of a query block in one product phi(Q_i) [kv, ksum].
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/attention/fast_passes.hpp"
@@ -115,13 +116,13 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
   const Eigen::Index count = q.count(), d = q.d(), dv = v.d();
   const detail::RowBlocks keys{k.n(), kFastRowBlock}, queries{q.n(), kFastRowBlock};
   // Pass 1: per key block, [E_j K_j, F_j V_j], (kp, d + d_v).
-  const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
+  auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
     Mat<T> s(proj.k(), d + dv);
     s.leftCols(d).noalias() = proj.e.middleCols(j0, b) * k[h].middleRows(j0, b);
     s.rightCols(dv).noalias() = proj.f.middleCols(j0, b) * v[h].middleRows(j0, b);
     return s;
   });
-  const auto ekfv = detail::add_blocks(part, count, keys.count());
+  const auto ekfv = detail::add_blocks(std::move(part), count, keys.count());
   // Pass 3: scores (E K) Q_i^T / sqrt(d), (kp, b), softmax down each column, times F V.
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   const T scale = T(1) / std::sqrt(static_cast<T>(d));
