@@ -246,5 +246,15 @@ int main(int argc, char** argv) {
       progress.tick();
     }
     table.write(cli.output_path("bench_attention.csv"));
+    // The ceilings once more, after every configuration: on a shared machine a neighbour's load can change the
+    // rates under a run, and a share is only as good as the rate it divides by. tools/bench_report.py compares
+    // the two and says when they moved apart.
+    const auto [eigen_end, blas_end] = bench::gemm_ceiling(opt.quick, opt.threads, rng);
+    const double memory_end = bench::memory_ceiling(opt.quick, opt.threads);
+    CsvTable ceiling({text_col("when"), real_col("gemm_gflops"), real_col("eigen_gemm_gflops"),
+                      real_col("openblas_gemm_gflops"), real_col("memory_gbs")});
+    ceiling.add_row({std::string("start"), std::max(eigen_gemm, blas_gemm), eigen_gemm, blas_gemm, memory_gbs});
+    ceiling.add_row({std::string("end"), std::max(eigen_end, blas_end), eigen_end, blas_end, memory_end});
+    ceiling.write(cli.output_path("bench_attention_ceiling.csv"));
   });
 }

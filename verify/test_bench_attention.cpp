@@ -77,7 +77,18 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
   }
   CHECK(methods == std::set<std::string>{"exact", "streaming", "linear-elu", "linformer", "nystrom", "exact-backward"});
   CHECK(long_sequence);
-  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_attention.csv"});
+  // The ceilings at the start and at the end of the run: the start row is the one every configuration was set against.
+  const auto ceiling = read_csv_file(dir.path() / "bench_attention_ceiling.csv");
+  REQUIRE(ceiling.size() == 3);
+  CHECK(ceiling[0] == std::vector<std::string>{"when", "gemm_gflops", "eigen_gemm_gflops", "openblas_gemm_gflops", "memory_gbs"});
+  CHECK(ceiling[1][0] == "start");
+  CHECK(ceiling[2][0] == "end");
+  for (std::size_t i = 1; i < 3; ++i) {
+    for (std::size_t c = 1; c < 5; ++c) CHECK(std::stod(ceiling[i][c]) > 0);
+    CHECK(std::stod(ceiling[i][1]) == std::max(std::stod(ceiling[i][2]), std::stod(ceiling[i][3])));
+  }
+  CHECK(ceiling[1][1] == rows[1][static_cast<std::size_t>(std::find(header.begin(), header.end(), "gemm_gflops") - header.begin())]);
+  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_attention.csv", "bench_attention_ceiling.csv"});
 }
 
 TEST_CASE("bench_r7 --quick writes both paths' times and residual ratios") {
