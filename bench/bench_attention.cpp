@@ -209,19 +209,32 @@ int main(int argc, char** argv) {
                  format_real(t.user_s), format_real(t.sys_s), format_real(t.minor_faults));
       return;
     }
+    // The GEMM ceiling is measured side by side with the kernels: in full at the start and at the end of the
+    // run, and briefly (a warm-up and kBesideRepeats runs) between consecutive configurations. The warm-up
+    // matters: right after a child exits, 1 of 8 cold measurements here ran at half the rate, none of 8 warm. Each row is set
+    // against the better of the two measurements around it, so a share is a ratio of rates measured seconds
+    // apart: a neighbour's load that comes and goes during a run moves both sides of it (one measured at the
+    // start alone made the shares of a 6-minute run depend on its first second). Taking the better of the
+    // two never raises a share above what either neighbour gives; tools/bench_report.py flags a row whose
+    // two measurements differ by more than its threshold (the machine changed while that kernel ran).
+    constexpr int kBesideRepeats = 3;
     Rng rng(derive_seed(opt.seed, 1));
-    const auto [eigen_gemm, blas_gemm] = bench::gemm_ceiling(opt.quick, opt.threads, rng);
+    bench::GemmProbe probe = bench::ceiling_probe(opt.quick, opt.threads, rng);
+    const auto start = bench::full_ceiling(probe, opt.quick, " at the start");
     const double memory_gbs = bench::memory_ceiling(opt.quick, opt.threads);
-    const double gemm = std::max(eigen_gemm, blas_gemm);  // the ceiling every row is set against
     CsvTable table({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
                     int_col("threads"), real_col("median_s"), real_col("gflops"), real_col("peak_mib"),
                     real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
+                    real_col("gemm_before_gflops"), real_col("gemm_after_gflops"),
                     int_col("repeats"), int_col("warmed_up"), real_col("user_s"), real_col("sys_s"), real_col("minor_faults"),
                     real_col("memory_gbs"), real_col("roofline_gflops")});
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto configs = configurations(opt.quick);
     Progress progress("bench_attention", configs.size());
-    for (const Config& c : configs) {
+    auto before = start;
+    std::pair<double, double> end{};
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
       // A fresh process per configuration: its peak memory is its own, not the largest so far.
       // The child gets --quick too: quick and full runs refuse each other's --out directory.
       std::vector<std::string> args = {"--run-one", c.spec(), "--seed", std::to_string(opt.seed), "--threads",
@@ -237,24 +250,29 @@ int main(int argc, char** argv) {
       if (r.exit_status != 0 ||
           !(in >> t.median_s >> t.runs >> warmed_up >> m.peak_bytes >> t.user_s >> t.sys_s >> t.minor_faults))
         throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
+      const bool last = i + 1 == configs.size();
+      const auto after = last ? bench::full_ceiling(probe, opt.quick, " at the end") : probe.rates(kBesideRepeats);
+      if (last) end = after;
+      const double eigen_gemm = std::max(before.first, after.first), blas_gemm = std::max(before.second, after.second);
+      const double gemm = std::max(eigen_gemm, blas_gemm);  // the ceiling this row is set against
       const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
       // The roofline: no kernel doing these flops on this many bytes can beat the lower of the two ceilings.
       const double roofline = std::min(gemm, counted_flops(c.method, c.n, c.d) / minimal_bytes(c.method, c.n, c.d) * memory_gbs);
       table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, t.median_s,
-                     flops / t.median_s * 1e-9, m.peak_bytes / (1024.0 * 1024.0), gemm, eigen_gemm, blas_gemm, t.runs,
+                     flops / t.median_s * 1e-9, m.peak_bytes / (1024.0 * 1024.0), gemm, eigen_gemm, blas_gemm,
+                     std::max(before.first, before.second), std::max(after.first, after.second), t.runs,
                      warmed_up, t.user_s, t.sys_s, t.minor_faults, memory_gbs, roofline});
+      before = after;
       progress.tick();
     }
-    table.write(cli.output_path("bench_attention.csv"));
-    // The ceilings once more, after every configuration: on a shared machine a neighbour's load can change the
-    // rates under a run, and a share is only as good as the rate it divides by. tools/bench_report.py compares
-    // the two and says when they moved apart.
-    const auto [eigen_end, blas_end] = bench::gemm_ceiling(opt.quick, opt.threads, rng);
+    // The bandwidth once more, after every configuration (the GEMM rate's end measurement is the last row's
+    // "after"): tools/bench_report.py states both ends and says when they moved apart.
     const double memory_end = bench::memory_ceiling(opt.quick, opt.threads);
+    table.write(cli.output_path("bench_attention.csv"));
     CsvTable ceiling({text_col("when"), real_col("gemm_gflops"), real_col("eigen_gemm_gflops"),
                       real_col("openblas_gemm_gflops"), real_col("memory_gbs")});
-    ceiling.add_row({std::string("start"), gemm, eigen_gemm, blas_gemm, memory_gbs});
-    ceiling.add_row({std::string("end"), std::max(eigen_end, blas_end), eigen_end, blas_end, memory_end});
+    ceiling.add_row({std::string("start"), std::max(start.first, start.second), start.first, start.second, memory_gbs});
+    ceiling.add_row({std::string("end"), std::max(end.first, end.second), end.first, end.second, memory_end});
     ceiling.write(cli.output_path("bench_attention_ceiling.csv"));
   });
 }

@@ -50,36 +50,58 @@ inline const OpenBlas& openblas() {
   return lib;
 }
 
-// The GEMM rate (GFLOP/s) of an s x s x s float product with `threads` threads, median of `repeats` runs
-// after a warm-up, by Eigen (its own OpenMP blocking) and by OpenBLAS. Leaves Eigen single-threaded
-// (the kernels parallelise across heads, blocks and chunks themselves).
-inline std::pair<double, double> gemm_rates(Eigen::Index s, int threads, int repeats, Rng& rng) {
-  const Mat<float> a = gaussian_matrix<float>(s, s, rng), b = gaussian_matrix<float>(s, s, rng);
-  Mat<float> c(s, s);
-  const double flops = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
-  Eigen::setNbThreads(threads);
-  const double eigen_s = median_seconds([&] { c.noalias() = a * b; }, repeats);
-  Eigen::setNbThreads(1);
-  const OpenBlas& blas = openblas();
-  blas.set_num_threads(threads);
-  const int si = static_cast<int>(s);
-  const double blas_s = median_seconds(
-      [&] {
-        blas.sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, si, si, si, 1.0f, a.data(), si, b.data(), si, 0.0f,
-                    c.data(), si);
-      },
-      repeats);
-  keep_alive(c);
-  return {flops / eigen_s * 1e-9, flops / blas_s * 1e-9};
+// The GEMM rate (GFLOP/s) of an s x s x s float product with `threads` threads, by Eigen (its own OpenMP
+// blocking) and by OpenBLAS, on operands drawn once and kept, so that a probe can measure again and again
+// (bench_attention measures beside every configuration) without paying for new pages each time. Leaves
+// Eigen single-threaded (the kernels parallelise across heads, blocks and chunks themselves).
+class GemmProbe {
+ public:
+  GemmProbe(Eigen::Index s, int threads, Rng& rng)
+      : a_(gaussian_matrix<float>(s, s, rng)), b_(gaussian_matrix<float>(s, s, rng)), c_(s, s), threads_(threads) {}
+
+  // {Eigen, OpenBLAS} rates, each the median of `repeats` runs (after one untimed warm-up run when warm_up).
+  std::pair<double, double> rates(int repeats, bool warm_up = true) {
+    const Eigen::Index s = a_.rows();
+    const double flops = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
+    Eigen::setNbThreads(threads_);
+    const double eigen_s = median_seconds([&] { c_.noalias() = a_ * b_; }, repeats, warm_up);
+    Eigen::setNbThreads(1);
+    const OpenBlas& blas = openblas();
+    blas.set_num_threads(threads_);
+    const int si = static_cast<int>(s);
+    const double blas_s = median_seconds(
+        [&] {
+          blas.sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, si, si, si, 1.0f, a_.data(), si, b_.data(), si, 0.0f,
+                     c_.data(), si);
+        },
+        repeats, warm_up);
+    keep_alive(c_);
+    return {flops / eigen_s * 1e-9, flops / blas_s * 1e-9};
+  }
+
+  int threads() const { return threads_; }
+
+ private:
+  Mat<float> a_, b_, c_;
+  int threads_;
+};
+
+// The probe every benchmark uses: 2048 x 2048 operands (256 with --quick).
+inline GemmProbe ceiling_probe(bool quick, int threads, Rng& rng) { return GemmProbe(quick ? 256 : 2048, threads, rng); }
+
+// The ceiling measured in full: median of 7 runs (3 with --quick) after a warm-up, printed to stderr
+// (`what` says when). Both benchmarks measure it the same way, so their shares are comparable.
+inline std::pair<double, double> full_ceiling(GemmProbe& probe, bool quick, const char* what) {
+  const auto rates = probe.rates(quick ? 3 : 7);
+  fmt::print(stderr, "sgemm with {} threads{}: Eigen {:.1f} GFLOP/s, OpenBLAS {:.1f} GFLOP/s\n", probe.threads(), what,
+             rates.first, rates.second);
+  return rates;
 }
 
-// The ceiling every benchmark row is set against: gemm_rates at 2048 (256 with --quick), median of 7
-// (3), printed to stderr. Both benchmarks measure it the same way, so their shares are comparable.
+// The ceiling a benchmark's single row is set against (bench_vit): full_ceiling on a probe of its own.
 inline std::pair<double, double> gemm_ceiling(bool quick, int threads, Rng& rng) {
-  const auto rates = gemm_rates(quick ? 256 : 2048, threads, quick ? 3 : 7, rng);
-  fmt::print(stderr, "sgemm with {} threads: Eigen {:.1f} GFLOP/s, OpenBLAS {:.1f} GFLOP/s\n", threads, rates.first,
-             rates.second);
-  return rates;
+  GemmProbe probe = ceiling_probe(quick, threads, rng);
+  return full_ceiling(probe, quick, "");
 }
 
 }  // namespace attnlab::bench

@@ -11,6 +11,7 @@ import argparse
 import csv
 import math
 import os
+import statistics
 import sys
 import tempfile
 
@@ -33,8 +34,9 @@ BACKWARD_SHARE_17 = 0.50   # exact backward at n >= 1024, d 64
 BACKWARD_SPEEDUP_17 = 2.0  # exact backward vs torch autograd's backward, same shapes
 BACKWARD_MEMORY_N_17 = 32768  # O(n d) memory: the peak within BACKWARD_MEMORY_FACTOR_17 x the n d matrices held
 BACKWARD_MEMORY_FACTOR_17 = 2.0
-# The GEMM and memory rates are measured at the start and again at the end of bench_attention's run; when either
-# moved by more than this (max / min - 1), the machine changed under the run and its shares are flagged unreliable.
+# bench_attention measures the GEMM rate just before and just after every configuration (and the memory rate at the
+# start and the end of its run); when two measurements around a configuration differ by more than this (max / min - 1),
+# the machine changed while it ran and its share is flagged unreliable. Likewise the start and end of the run.
 CEILING_DRIFT = 0.10
 # attention/registry.hpp's names, then exact attention's backward (fused_attention_backward, issue 17)
 METHODS = ["exact", "streaming", "linear-elu", "linformer", "nystrom", "exact-backward"]
@@ -47,6 +49,50 @@ def read(path):
 
 def key(r):
     return (r["method"], int(r["batch"]), int(r["heads"]), int(r["n"]), int(r["d"]))
+
+
+def beside(r):
+    """(before, after) sgemm rates measured around the configuration, or None for a CSV from before they were."""
+    if not r.get("gemm_before_gflops") or not r.get("gemm_after_gflops"):
+        return None
+    return float(r["gemm_before_gflops"]), float(r["gemm_after_gflops"])
+
+
+def unsteady(r):
+    """How far apart (max / min - 1) the sgemm rates around the configuration were, when more than CEILING_DRIFT."""
+    around = beside(r)
+    if around is None:
+        return None
+    spread = max(around) / min(around) - 1
+    return spread if spread > CEILING_DRIFT else None
+
+
+def unsteady_note(r):
+    """'; sgemm X -> Y around it: not reliable' for a cell whose two ceiling measurements moved apart."""
+    spread = unsteady(r)
+    if spread is None:
+        return ""
+    a, b = beside(r)
+    return f"; **sgemm {a:.0f} -> {b:.0f} GFLOP/s around it, {spread:.0%} apart: not reliable**"
+
+
+def beside_sentence(ours):
+    """How the rows' ceilings were measured and which rows are flagged ('' for a CSV from before)."""
+    rows = list(ours.values())
+    if not rows or any(beside(r) is None for r in rows):
+        return ""
+    rates = sorted(float(r["gemm_gflops"]) for r in rows)
+    flagged = [k for k, r in ours.items() if unsteady(r) is not None]
+    text = (f" Each configuration is set against the better of the sgemm rates measured just before and just after it "
+            f"(Eigen's or OpenBLAS's, whichever is faster; {rates[0]:.0f} to {rates[-1]:.0f} GFLOP/s over the run, "
+            f"median {statistics.median(rates):.0f})")
+    if flagged:
+        names = ", ".join(f"{k[0]} b{k[1]} h{k[2]} n{k[3]} d{k[4]}" for k in flagged)
+        text += (f": **{len(flagged)} of {len(rows)} configurations saw those two differ by more than "
+                 f"{CEILING_DRIFT:.0%} (the machine changed while they ran), so their shares are not reliable: {names}**.")
+    else:
+        text += f": around every configuration the two were within {CEILING_DRIFT:.0%} of each other."
+    return text
 
 
 def write_atomically(path, text):
@@ -78,8 +124,8 @@ def targets_17(ours, torch, careful):
         share of the GEMM rate against the threshold; beside it, that cell's roofline (roofline_note)."""
         if cells:
             w, k = min(cells)
-            lines.append(row(f"{target} (worst: {where(k)})", f"{w:.0%}{roofline_note(ours[k])}", f">= {threshold:.0%}",
-                             w >= threshold))
+            lines.append(row(f"{target} (worst: {where(k)})", f"{w:.0%}{roofline_note(ours[k])}{unsteady_note(ours[k])}",
+                             f">= {threshold:.0%}", w >= threshold))
             return True
         return False
 
@@ -271,10 +317,10 @@ def cpu(r):
 
 
 def table(ours, torch, careful):
-    out = ["| method | batch x heads | n | d | ours (s) | user + sys s, faults | GFLOP/s | % of GEMM | roofline, % of GEMM | "
-           "% of roofline | peak MiB | torch (s) | user + sys s, faults | torch / ours | careful torch (s) | careful / ours | "
-           "torch peak MiB |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| method | batch x heads | n | d | ours (s) | user + sys s, faults | GFLOP/s | % of GEMM | sgemm before, after | "
+           "roofline, % of GEMM | % of roofline | peak MiB | torch (s) | user + sys s, faults | torch / ours | "
+           "careful torch (s) | careful / ours | torch peak MiB |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for k in sorted(ours, key=lambda k: (k[1] * k[2] == 1, METHODS.index(k[0]), k[4], k[3])):
         r, t, c = ours[k], torch.get(k), careful.get(k)
         share = float(r["gflops"]) / float(r["gemm_gflops"])
@@ -286,8 +332,12 @@ def table(ours, torch, careful):
         bound = roofline(r)
         rs = f"{bound:.0%}" if bound is not None else "-"
         reached = f"{float(r['gflops']) / float(r['roofline_gflops']):.0%}" if bound is not None else "-"
+        around = beside(r)
+        ar = "-" if around is None else f"{around[0]:.0f}, {around[1]:.0f}"
+        if unsteady(r) is not None:
+            ar = f"**{ar}**"  # more than CEILING_DRIFT apart: this share is not reliable
         out.append(f"| {k[0]} | {k[1]} x {k[2]} | {k[3]} | {k[4]} | {float(r['median_s']):.4g} | {cpu(r)} | {float(r['gflops']):.1f} | "
-                   f"{share:.0%} | {rs} | {reached} | {float(r['peak_mib']):.1f} | {ts} | {cpu(t)} | {ratio} | {cs} | {cratio} | {tp} |")
+                   f"{share:.0%} | {ar} | {rs} | {reached} | {float(r['peak_mib']):.1f} | {ts} | {cpu(t)} | {ratio} | {cs} | {cratio} | {tp} |")
     return out
 
 
@@ -316,7 +366,8 @@ def panels(rows):
 
 def figures(rows, results, gnuplot):
     """Draws panels(rows) into `results` (each through a temporary file, then renamed); returns [(file, what)]."""
-    gemm = float(rows[0]["gemm_gflops"])
+    # One line for the ceiling: the median of the rates the rows were set against (one rate for an older CSV).
+    gemm = statistics.median(float(r["gemm_gflops"]) for r in rows if r["impl"] == "attnlab")
     drawn = []
     for name, flt, what in panels(rows):
         fig = {"name": name, "x": "n", "y": {"col": "gflops"}, "series": ["method", "impl"], "filter": flt,
@@ -324,7 +375,7 @@ def figures(rows, results, gnuplot):
                "ylabel": "GFLOP/s (counted operations / median time)",
                "title": f"attention forward (and exact backward), float, {rows[0]['threads']} threads: {what}",
                # The ceiling every kernel is measured against: the sgemm rate of this same run.
-               "refs": [{"expr": repr(gemm), "label": f"GEMM ceiling: sgemm {gemm:.0f} GFLOP/s (same run)", "dt": 2}]}
+               "refs": [{"expr": repr(gemm), "label": f"GEMM ceiling: sgemm {gemm:.0f} GFLOP/s (same run, median)", "dt": 2}]}
         fd, tmp = tempfile.mkstemp(dir=results, prefix=".bench_report.", suffix=".svg")
         os.close(fd)
         try:
@@ -340,10 +391,22 @@ def figures(rows, results, gnuplot):
     return drawn
 
 
-def ceiling_drift(results):
+def ceiling_phrase(ours):
+    """What the shares divide by, in a few words: the median of the rates measured beside each row, or the one rate
+    of a CSV from before they were."""
+    rows = list(ours.values())
+    if rows and all(beside(r) is not None for r in rows):
+        return (f"sgemm ceiling measured beside each configuration, median "
+                f"{statistics.median(float(r['gemm_gflops']) for r in rows):.0f} GFLOP/s")
+    return f"sgemm ceiling {float(rows[0]['gemm_gflops']):.0f} GFLOP/s in the same run"
+
+
+def ceiling_drift(results, beside_rows=False):
     """(sentence, problem) on the rates measured at the start and at the end of the run (bench_attention_ceiling.csv):
     the sentence states both and flags the run when they are more than CEILING_DRIFT apart; problem is a message
-    when the file is unreadable or holds a non-finite or non-positive rate."""
+    when the file is unreadable or holds a non-finite or non-positive rate. With beside_rows (every row has its own
+    ceiling measured around it: beside_sentence) a GEMM rate that moved moves no share, so only the bandwidth, which
+    is measured at the start alone and bounds the rooflines, is flagged."""
     path = os.path.join(results, "bench_attention_ceiling.csv")
     if not os.path.exists(path):
         return " No end-of-run ceiling recorded (bench_attention_ceiling.csv missing: a run from before it existed).", None
@@ -354,8 +417,15 @@ def ceiling_drift(results):
         return "", f"{path}: unreadable ({exc!r})"
     if not all(math.isfinite(v) and v > 0 for pair in rates.values() for v in pair):
         return "", f"{path}: a rate is not a finite positive number"
-    drift = max(max(a, b) / min(a, b) - 1 for a, b in rates.values())
     (g0, g1), (m0, m1) = rates["gemm_gflops"], rates["memory_gbs"]
+    if beside_rows:
+        memory = max(m0, m1) / min(m0, m1) - 1
+        text = (f" At the start and the end of the run: sgemm {g0:.0f} -> {g1:.0f} GFLOP/s, STREAM {m0:.1f} -> {m1:.1f} GB/s")
+        if memory > CEILING_DRIFT:
+            return text + (f": **the bandwidth moved by {memory:.0%}, more than {CEILING_DRIFT:.0%}, so the rooflines "
+                           "(set against the start's) are not reliable**."), None
+        return text + f" (the bandwidth, which the rooflines use, within {CEILING_DRIFT:.0%})." , None
+    drift = max(max(a, b) / min(a, b) - 1 for a, b in rates.values())
     text = (f" Measured again at the end of the run: sgemm {g0:.0f} -> {g1:.0f} GFLOP/s, STREAM {m0:.1f} -> {m1:.1f} GB/s "
             f"({drift:.0%} apart at most)")
     if drift > CEILING_DRIFT:
@@ -366,16 +436,16 @@ def ceiling_drift(results):
     return text, None
 
 
-def update_readme(path, target_lines, first, vit=(), drift_text=""):
-    """Replaces the text between README's bench markers with this run's target table."""
+def update_readme(path, target_lines, first, vit=(), drift_text="", ceiling=""):
+    """Replaces the text between README's bench markers with this run's target table; `ceiling` says what the shares
+    divide by (ceiling_phrase)."""
     begin, end = "<!-- bench_report:begin -->", "<!-- bench_report:end -->"
     text = open(path).read()
     if begin not in text or end not in text:
         raise SystemExit(f"bench_report.py: {path} lacks the {begin} / {end} markers")
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1]
-    body = [f"Measured by `make bench` (float, {first['threads']} threads; sgemm ceiling "
-            f"{float(first['gemm_gflops']):.0f} GFLOP/s in the same run"
+    body = [f"Measured by `make bench` (float, {first['threads']} threads; {ceiling}"
             + (f"; the ViT rows against bench_vit's own, {float(vit[0]['gemm_gflops']):.0f} GFLOP/s" if vit else "")
             + ")." + drift_text, ""] + [l for l in target_lines if l]
     write_atomically(path, head + begin + "\n" + "\n".join(body) + "\n" + end + tail)
@@ -416,7 +486,8 @@ def main():
         print(f"bench_report.py: {problem}", file=sys.stderr)
         return 1
     first = next(iter(ours.values()))
-    drift_text, problem = ceiling_drift(args.results)
+    beside_text = beside_sentence(ours)
+    drift_text, problem = ceiling_drift(args.results, bool(beside_text))
     if problem:
         print(f"bench_report.py: {problem}", file=sys.stderr)
         return 1
@@ -426,8 +497,9 @@ def main():
           "do not edit by hand.", "",
           f"float, {first['threads']} threads, median of the timed runs after a warm-up (as many as fit 5 s, at most "
           f"{max(int(r['repeats']) for r in rows)}: the repeats column); a configuration whose first run took longer "
-          f"than 5 s is timed by that run alone, without a warm-up ({cold_runs(rows)}). sgemm ceiling measured in the same run: "
-          f"Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS {float(first['openblas_gemm_gflops']):.1f} GFLOP/s." + drift_text + " "
+          f"than 5 s is timed by that run alone, without a warm-up ({cold_runs(rows)}). sgemm ceiling measured in the same run"
+          f"{' (around its first configuration)' if beside_text else ''}: Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS "
+          f"{float(first['openblas_gemm_gflops']):.1f} GFLOP/s." + beside_text + drift_text + " "
           "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
           "peak MiB is the resident memory the configuration added (inputs, workspace, outputs)." + roofline_sentence(first), "",
           "## Targets (issues 6, 14 and 17)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
@@ -459,7 +531,7 @@ def main():
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     if args.readme:
         update_readme(args.readme, md[md.index("## Targets (issues 6, 14 and 17)") + 2:md.index("## Every configuration")], first, vit,
-                      drift_text)
+                      beside_text + drift_text, ceiling_phrase(ours))
     figures(rows, args.results, args.gnuplot)
     return 0
 

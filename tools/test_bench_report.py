@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Checks bench_report.py's end-of-run ceiling (bench_attention_ceiling.csv): a run whose GEMM or memory rate
-moved by more than CEILING_DRIFT between the start and the end of bench_attention is flagged, one within it is
-not, and a missing file, a missing row or a non-finite or non-positive rate are told apart. Synthetic tables in a
-temporary directory, never in results/.
+"""Checks bench_report.py's ceilings. The end-of-run ceiling (bench_attention_ceiling.csv): a run whose GEMM or
+memory rate moved by more than CEILING_DRIFT between the start and the end of bench_attention is flagged, one within
+it is not, and a missing file, a missing row or a non-finite or non-positive rate are told apart; when every row has
+its own ceiling measured around it, only the bandwidth is flagged. The ceilings beside each configuration: a row
+whose two measurements are more than CEILING_DRIFT apart is flagged, by name, in the sentence, in its table cell and
+in a target judged on it. Synthetic tables in a temporary directory, never in results/.
 
 usage: tools/test_bench_report.py
 """
@@ -24,16 +26,57 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def drift(body):
+def drift(body, beside_rows=False):
     """bench_report.ceiling_drift on a results directory holding `body` as its ceiling table (None: no file)."""
     with tempfile.TemporaryDirectory(prefix="attnlab-bench-report.") as d:
         if body is not None:
             with open(os.path.join(d, "bench_attention_ceiling.csv"), "w") as f:
                 f.write(body)
-        return bench_report.ceiling_drift(d)
+        return bench_report.ceiling_drift(d, beside_rows)
 
 
-def table(start, end):
+def attnlab_row(method, n, gflops, before, after):
+    """A bench_attention row at batch 32, heads 4, d 64 with the sgemm rates measured around it."""
+    return {"method": method, "impl": "attnlab", "batch": "32", "heads": "4", "n": str(n), "d": "64", "threads": "2",
+            "median_s": "1", "gflops": str(gflops), "peak_mib": "1", "gemm_gflops": str(max(before, after)),
+            "gemm_before_gflops": str(before), "gemm_after_gflops": str(after), "roofline_gflops": str(max(before, after)),
+            "memory_gbs": "50", "user_s": "1", "sys_s": "0", "minor_faults": "0"}
+
+
+def check_beside(limit):
+    """The ceilings measured around each configuration: steady rows pass, an unsteady one is named wherever it is used."""
+    steady = {bench_report.key(r): r for r in (attnlab_row("linformer", 1024, 120.0, 200.0, 200.0 * (1 + limit / 2)),
+                                              attnlab_row("linformer", 2048, 110.0, 200.0 * (1 + limit / 2), 200.0))}
+    text = bench_report.beside_sentence(steady)
+    check("within 10%" in text and "not reliable" not in text, f"steady rows are not flagged: {text!r}")
+    check(bench_report.unsteady(steady[("linformer", 32, 4, 1024, 64)]) is None, "a steady row is not unsteady")
+    # The rate fell by more than the limit after the n 2048 row: that row, and only it, is flagged.
+    rows = dict(steady)
+    rows[("linformer", 32, 4, 2048, 64)] = attnlab_row("linformer", 2048, 110.0, 200.0, 200.0 / (1 + 2 * limit))
+    text = bench_report.beside_sentence(rows)
+    check("1 of 2 configurations" in text and "linformer b32 h4 n2048 d64" in text and "n1024" not in text,
+          f"the unsteady row is named, alone: {text!r}")
+    lines = bench_report.targets_17(rows, {}, {})
+    judged = [l for l in lines if "linformer forward, share of GEMM rate at n >= 1024" in l]
+    check(len(judged) == 1 and "not reliable" in judged[0] and "n2048" in judged[0],
+          f"a target judged on the unsteady row says so: {judged}")
+    table = bench_report.table(rows, {}, {})
+    check(any("| 2048 |" in l and "**200, 167**" in l for l in table), "the unsteady row's cell is marked in the table")
+    check(any("| 1024 |" in l and "| 200, 210 |" in l for l in table), "a steady row's cell is not marked")
+    # A CSV from before the rates were measured around each row: no sentence, no flag, no error.
+    old = {k: {c: v for c, v in r.items() if not c.startswith("gemm_before") and not c.startswith("gemm_after")}
+           for k, r in rows.items()}
+    check(bench_report.beside_sentence(old) == "" and bench_report.unsteady(next(iter(old.values()))) is None,
+          "an older CSV has no per-row ceilings and is not flagged")
+    # With per-row ceilings, a GEMM rate that moved between start and end moves no share: only the bandwidth flags.
+    text, problem = drift(table_rows((200.0, 50.0), (200.0 * (1 + 2 * limit), 50.0)), beside_rows=True)
+    check(problem is None and "not reliable" not in text, f"per-row ceilings: a GEMM drift alone is not flagged: {text!r}")
+    text, problem = drift(table_rows((200.0, 50.0), (200.0, 50.0 * (1 + 2 * limit))), beside_rows=True)
+    check(problem is None and "rooflines" in text and "not reliable" in text,
+          f"per-row ceilings: a bandwidth drift is flagged: {text!r}")
+
+
+def table_rows(start, end):
     """Rows for (gemm, memory) at the start and at the end; Eigen's and OpenBLAS's rates both the gemm rate."""
     return HEADER + "".join(f"{w},{g},{g},{g},{m}\n" for w, (g, m) in (("start", start), ("end", end)))
 
@@ -41,27 +84,28 @@ def table(start, end):
 def main():
     limit = bench_report.CEILING_DRIFT
     # Within the limit: stated, not flagged.
-    text, problem = drift(table((200.0, 50.0), (200.0 * (1 + limit / 2), 50.0)))
+    text, problem = drift(table_rows((200.0, 50.0), (200.0 * (1 + limit / 2), 50.0)))
     check(problem is None, f"a quiet run is not a problem ({problem})")
     check("200 -> 210 GFLOP/s" in text and "not reliable" not in text, f"a quiet run is not flagged: {text!r}")
     # The GEMM rate moved by more than the limit, in either direction: flagged.
     for end in (200.0 * (1 + 2 * limit), 200.0 / (1 + 2 * limit)):
-        text, problem = drift(table((200.0, 50.0), (end, 50.0)))
+        text, problem = drift(table_rows((200.0, 50.0), (end, 50.0)))
         check(problem is None and "not reliable" in text, f"sgemm 200 -> {end:.0f} is flagged: {text!r}")
     # Only the memory rate moved: flagged too (the roofline divides by it).
-    text, problem = drift(table((200.0, 50.0), (200.0, 50.0 * (1 + 2 * limit))))
+    text, problem = drift(table_rows((200.0, 50.0), (200.0, 50.0 * (1 + 2 * limit))))
     check(problem is None and "not reliable" in text, f"a memory rate that moved is flagged: {text!r}")
     # No file: a run from before the table existed, said so, not an error.
     text, problem = drift(None)
     check(problem is None and "No end-of-run ceiling" in text, f"a missing table is stated: {text!r}")
     # Broken tables are errors, each with a message naming the file.
     for what, body in (("no end row", HEADER + "start,200,200,200,50\n"),
-                       ("a non-finite rate", table((200.0, 50.0), (float("nan"), 50.0))),
-                       ("a zero rate", table((200.0, 50.0), (0.0, 50.0))),
-                       ("a negative rate", table((200.0, -1.0), (200.0, 50.0))),
+                       ("a non-finite rate", table_rows((200.0, 50.0), (float("nan"), 50.0))),
+                       ("a zero rate", table_rows((200.0, 50.0), (0.0, 50.0))),
+                       ("a negative rate", table_rows((200.0, -1.0), (200.0, 50.0))),
                        ("a word for a rate", HEADER + "start,fast,1,1,1\nend,1,1,1,1\n")):
         text, problem = drift(body)
         check(problem is not None and "bench_attention_ceiling.csv" in problem, f"{what} is an error ({problem})")
+    check_beside(limit)
     print(f"test_bench_report: {len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 

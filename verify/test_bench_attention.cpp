@@ -48,9 +48,10 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
   for (std::size_t i = 1; i < rows.size(); ++i) {
     check_numbers(header, rows[i],
                   {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "peak_mib", "gemm_gflops",
-                   "eigen_gemm_gflops", "openblas_gemm_gflops", "repeats", "warmed_up", "user_s", "sys_s", "minor_faults", "memory_gbs",
-                   "roofline_gflops"},
-                  {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "gemm_gflops"});
+                   "eigen_gemm_gflops", "openblas_gemm_gflops", "gemm_before_gflops", "gemm_after_gflops", "repeats",
+                   "warmed_up", "user_s", "sys_s", "minor_faults", "memory_gbs", "roofline_gflops"},
+                  {"batch", "heads", "n", "d", "threads", "median_s", "gflops", "gemm_gflops", "gemm_before_gflops",
+                   "gemm_after_gflops"});
     CHECK(rows[i][1] == "attnlab");
     CHECK(rows[i][6] == "2");
     // CPU time and page faults per run beside the wall time (issue 17): present, never negative.
@@ -65,6 +66,15 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
       REQUIRE_MESSAGE(at != header.end(), name);
       return std::stod(rows[i][static_cast<std::size_t>(at - header.begin())]);
     };
+    // Each row's ceiling is the better of the sgemm rates measured just before and just after it, and the
+    // rows chain: a configuration's "before" is the measurement that followed the previous one.
+    CHECK(column("gemm_gflops") == std::max(column("gemm_before_gflops"), column("gemm_after_gflops")));
+    CHECK(column("gemm_gflops") == std::max(column("eigen_gemm_gflops"), column("openblas_gemm_gflops")));
+    if (i > 1) {
+      const auto before = std::find(header.begin(), header.end(), "gemm_before_gflops") - header.begin();
+      const auto after = std::find(header.begin(), header.end(), "gemm_after_gflops") - header.begin();
+      CHECK(rows[i][static_cast<std::size_t>(before)] == rows[i - 1][static_cast<std::size_t>(after)]);
+    }
     CHECK(column("memory_gbs") > 0);
     CHECK(column("roofline_gflops") > 0);
     CHECK(column("roofline_gflops") <= column("gemm_gflops"));
@@ -77,7 +87,7 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
   }
   CHECK(methods == std::set<std::string>{"exact", "streaming", "linear-elu", "linformer", "nystrom", "exact-backward"});
   CHECK(long_sequence);
-  // The ceilings at the start and at the end of the run: the start row is the one every configuration was set against.
+  // The ceilings at the start and at the end of the run: the first configuration's "before" and the last one's "after".
   const auto ceiling = read_csv_file(dir.path() / "bench_attention_ceiling.csv");
   REQUIRE(ceiling.size() == 3);
   CHECK(ceiling[0] == std::vector<std::string>{"when", "gemm_gflops", "eigen_gemm_gflops", "openblas_gemm_gflops", "memory_gbs"});
@@ -87,7 +97,11 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
     for (std::size_t c = 1; c < 5; ++c) CHECK(std::stod(ceiling[i][c]) > 0);
     CHECK(std::stod(ceiling[i][1]) == std::max(std::stod(ceiling[i][2]), std::stod(ceiling[i][3])));
   }
-  CHECK(ceiling[1][1] == rows[1][static_cast<std::size_t>(std::find(header.begin(), header.end(), "gemm_gflops") - header.begin())]);
+  const auto at = [&](const char* name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  CHECK(ceiling[1][1] == rows[1][at("gemm_before_gflops")]);
+  CHECK(ceiling[2][1] == rows.back()[at("gemm_after_gflops")]);
   CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_attention.csv", "bench_attention_ceiling.csv"});
 }
 
