@@ -196,8 +196,11 @@ int main(int argc, char** argv) {
   return run_experiment(cli.name(), [&] {
     const auto& opt = cli.options();
     Rng rng(derive_seed(opt.seed, 1));
-    const auto [eigen_gemm, blas_gemm] = bench::gemm_ceiling(opt.quick, opt.threads, rng);
-    const double gemm = std::max(eigen_gemm, blas_gemm);
+    // The sgemm ceiling side by side with the steps, as bench_attention measures it: in full before the first
+    // batch size and after the last, briefly (a warm-up and 3 runs) between them; each row is set against the
+    // better of the rates just before and just after it.
+    bench::GemmProbe probe = bench::ceiling_probe(opt.quick, opt.threads, rng);
+    auto before = bench::full_ceiling(probe, opt.quick, " at the start");
     // The experiment's batch and the PyTorch peer's (bench/bench_vit_torch.py); --quick: 16 and 32.
     const std::vector<std::int64_t> batches = opt.quick ? std::vector<std::int64_t>{16, 32} : std::vector<std::int64_t>{16, 256};
     const int timed = opt.quick ? std::min(repeats, 2) : repeats;
@@ -218,8 +221,9 @@ int main(int argc, char** argv) {
                     real_col("median_s"), real_col("min_s"), real_col("max_s"), real_col("user_s"), real_col("sys_s"),
                     real_col("images_per_s"), real_col("counted_gflop_per_step"), real_col("gflops"),
                     real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
-                    real_col("gemm_share")});
-    for (const std::int64_t batch : batches) {
+                    real_col("gemm_before_gflops"), real_col("gemm_after_gflops"), real_col("gemm_share")});
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      const std::int64_t batch = batches[i];
       ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
       Trainer<float> trainer(model);
       const auto times = time_steps(trainer, data, batch, timed);
@@ -232,11 +236,16 @@ int main(int argc, char** argv) {
       const double seconds = median(wall);
       const double flops = vit_training_flops(config, batch);
       const double gflops = flops / seconds * 1e-9;
+      const auto after = i + 1 == batches.size() ? bench::full_ceiling(probe, opt.quick, " at the end") : probe.rates(3);
+      const double eigen_gemm = std::max(before.first, after.first), blas_gemm = std::max(before.second, after.second);
+      const double gemm = std::max(eigen_gemm, blas_gemm);
       table.add_row({config.attention.method, "attnlab", "float32", batch, opt.threads, config.D, config.heads,
                      config.layers, config.mlp, config.tokens(), timed, seconds,
                      *std::min_element(wall.begin(), wall.end()), *std::max_element(wall.begin(), wall.end()),
                      median(user), median(sys), static_cast<double>(batch) / seconds, flops * 1e-9, gflops, gemm,
-                     eigen_gemm, blas_gemm, gflops / gemm});
+                     eigen_gemm, blas_gemm, std::max(before.first, before.second), std::max(after.first, after.second),
+                     gflops / gemm});
+      before = after;
       fmt::print(stderr, "bench_vit: exact ViT, float, batch {}, {} threads: {:.4f} s per step (median of {}; user {:.4f} s, "
                  "system {:.4f} s), {:.0f} images/s, {:.1f} GFLOP/s counted = {:.0f}% of sgemm\n",
                  batch, opt.threads, seconds, timed, median(user), median(sys), static_cast<double>(batch) / seconds,
@@ -245,7 +254,7 @@ int main(int argc, char** argv) {
     table.write(cli.output_path("bench_vit.csv"));
 
     // Where a step's time goes (issue 14: what bounds the throughput), on one thread as each worker runs.
-    Eigen::setNbThreads(1);  // as gemm_ceiling left it and the trainer runs each chunk
+    Eigen::setNbThreads(1);  // as the probe left it and the trainer runs each chunk
     CsvTable profile({text_col("part"), real_col("seconds_per_chunk", true), real_col("share_of_chunk", true),
                       real_col("counted_gflop_per_chunk"), real_col("gflops", true), int_col("chunk_images"),
                       int_col("repeats")});

@@ -220,7 +220,8 @@ def vit_targets(vit, vit_torch):
         share = float(r["gflops"]) / float(r["gemm_gflops"])
         lines.append(f"| ViT training, exact, share of sgemm at batch {b} ({float(r['images_per_s']):.0f} images/s, "
                      f"{float(r['median_s']):.3g} s per step) | {share:.0%} ({float(r['gflops']):.1f} of "
-                     f"{float(r['gemm_gflops']):.0f} GFLOP/s) | >= {VIT_GEMM_SHARE:.0%} | {judge(share >= VIT_GEMM_SHARE)} |")
+                     f"{float(r['gemm_gflops']):.0f} GFLOP/s{unsteady_note(r)}) | >= {VIT_GEMM_SHARE:.0%} | "
+                     f"{judge(share >= VIT_GEMM_SHARE)} |")
     for t in vit_torch:
         b = int(t["batch"])
         mine = ours.get(b)
@@ -446,7 +447,8 @@ def update_readme(path, target_lines, first, vit=(), drift_text="", ceiling=""):
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1]
     body = [f"Measured by `make bench` (float, {first['threads']} threads; {ceiling}"
-            + (f"; the ViT rows against bench_vit's own, {float(vit[0]['gemm_gflops']):.0f} GFLOP/s" if vit else "")
+            + ((f"; the ViT rows against bench_vit's own, measured beside each row" if beside(vit[0]) is not None else
+                f"; the ViT rows against bench_vit's own, {float(vit[0]['gemm_gflops']):.0f} GFLOP/s") if vit else "")
             + ")." + drift_text, ""] + [l for l in target_lines if l]
     write_atomically(path, head + begin + "\n" + "\n".join(body) + "\n" + end + tail)
 

@@ -63,6 +63,12 @@ def check_beside(limit):
     table = bench_report.table(rows, {}, {})
     check(any("| 2048 |" in l and "**200, 167**" in l for l in table), "the unsteady row's cell is marked in the table")
     check(any("| 1024 |" in l and "| 200, 210 |" in l for l in table), "a steady row's cell is not marked")
+    # bench_vit's rows carry the same two measurements: an unsteady one is named in its target row.
+    vit = dict(attnlab_row("exact", 196, 80.0, 200.0, 200.0 / (1 + 2 * limit)), batch="16", images_per_s="600")
+    lines = bench_report.vit_targets([vit], [])
+    check(len(lines) == 1 and "not reliable" in lines[0], f"an unsteady ViT row says so: {lines}")
+    vit.update(gemm_after_gflops="200.0")
+    check("not reliable" not in bench_report.vit_targets([vit], [])[0], "a steady ViT row is not flagged")
     # A CSV from before the rates were measured around each row: no sentence, no flag, no error.
     old = {k: {c: v for c, v in r.items() if not c.startswith("gemm_before") and not c.startswith("gemm_after")}
            for k, r in rows.items()}

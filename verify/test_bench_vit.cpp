@@ -36,7 +36,8 @@ TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and
     CHECK(row[col("impl")] == "attnlab");
     CHECK(row[col("threads")] == "2");
     CHECK(row[col("batch")] == batches[i - 1]);
-    for (const char* c : {"median_s", "min_s", "max_s", "images_per_s", "gflops", "gemm_gflops", "gemm_share"}) {
+    for (const char* c : {"median_s", "min_s", "max_s", "images_per_s", "gflops", "gemm_gflops", "gemm_before_gflops",
+                          "gemm_after_gflops", "gemm_share"}) {
       INFO(c << " = " << row[col(c)]);
       const double x = std::stod(row[col(c)]);
       CHECK(std::isfinite(x));
@@ -46,6 +47,13 @@ TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and
     CHECK(gflop == doctest::Approx(vit_training_flops(ViTConfig{}, std::stol(row[col("batch")])) * 1e-9).epsilon(1e-12));
     CHECK(std::stod(row[col("gemm_share")]) ==
           doctest::Approx(std::stod(row[col("gflops")]) / std::stod(row[col("gemm_gflops")])).epsilon(1e-9));
+    // The ceiling measured side by side (as bench_attention's): the better of the rates around the row, and the
+    // rows chain (this row's "before" is the previous row's "after").
+    CHECK(std::stod(row[col("gemm_gflops")]) ==
+          std::max(std::stod(row[col("gemm_before_gflops")]), std::stod(row[col("gemm_after_gflops")])));
+    CHECK(std::stod(row[col("gemm_gflops")]) ==
+          std::max(std::stod(row[col("eigen_gemm_gflops")]), std::stod(row[col("openblas_gemm_gflops")])));
+    if (i > 1) CHECK(row[col("gemm_before_gflops")] == rows[i - 1][col("gemm_after_gflops")]);
   }
   // The profile: every part once, the whole chunk's share 1, counted rates only where FLOPs are counted.
   const auto profile = read_csv_file(dir.path() / "bench_vit_profile.csv");
