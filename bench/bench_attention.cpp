@@ -209,15 +209,8 @@ int main(int argc, char** argv) {
                  format_real(t.user_s), format_real(t.sys_s), format_real(t.minor_faults));
       return;
     }
-    // The GEMM ceiling is measured side by side with the kernels: in full at the start and at the end of the
-    // run, and briefly (a warm-up and kBesideRepeats runs) between consecutive configurations. The warm-up
-    // matters: right after a child exits, 1 of 8 cold measurements here ran at half the rate, none of 8 warm. Each row is set
-    // against the better of the two measurements around it, so a share is a ratio of rates measured seconds
-    // apart: a neighbour's load that comes and goes during a run moves both sides of it (one measured at the
-    // start alone made the shares of a 6-minute run depend on its first second). Taking the better of the
-    // two never raises a share above what either neighbour gives; tools/bench_report.py flags a row whose
-    // two measurements differ by more than its threshold (the machine changed while that kernel ran).
-    constexpr int kBesideRepeats = 3;
+    // The GEMM ceiling is measured side by side with the kernels (bench/gemm_rate.hpp's row_ceiling): in
+    // full at the start and at the end of the run, briefly between consecutive configurations.
     Rng rng(derive_seed(opt.seed, 1));
     bench::GemmProbe probe = bench::ceiling_probe(opt.quick, opt.threads, rng);
     const auto start = bench::full_ceiling(probe, opt.quick, " at the start");
@@ -251,16 +244,16 @@ int main(int argc, char** argv) {
           !(in >> t.median_s >> t.runs >> warmed_up >> m.peak_bytes >> t.user_s >> t.sys_s >> t.minor_faults))
         throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
       const bool last = i + 1 == configs.size();
-      const auto after = last ? bench::full_ceiling(probe, opt.quick, " at the end") : probe.rates(kBesideRepeats);
+      const auto after = last ? bench::full_ceiling(probe, opt.quick, " at the end") : bench::beside_ceiling(probe);
       if (last) end = after;
-      const double eigen_gemm = std::max(before.first, after.first), blas_gemm = std::max(before.second, after.second);
-      const double gemm = std::max(eigen_gemm, blas_gemm);  // the ceiling this row is set against
+      const bench::RowCeiling ceiling = bench::row_ceiling(before, after);
+      const double gemm = ceiling.gemm;  // the ceiling this row is set against
       const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
       // The roofline: no kernel doing these flops on this many bytes can beat the lower of the two ceilings.
       const double roofline = std::min(gemm, counted_flops(c.method, c.n, c.d) / minimal_bytes(c.method, c.n, c.d) * memory_gbs);
       table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, t.median_s,
-                     flops / t.median_s * 1e-9, m.peak_bytes / (1024.0 * 1024.0), gemm, eigen_gemm, blas_gemm,
-                     std::max(before.first, before.second), std::max(after.first, after.second), t.runs,
+                     flops / t.median_s * 1e-9, m.peak_bytes / (1024.0 * 1024.0), gemm, ceiling.eigen,
+                     ceiling.openblas, ceiling.before_best, ceiling.after_best, t.runs,
                      warmed_up, t.user_s, t.sys_s, t.minor_faults, memory_gbs, roofline});
       before = after;
       progress.tick();
@@ -269,10 +262,10 @@ int main(int argc, char** argv) {
     // "after"): tools/bench_report.py states both ends and says when they moved apart.
     const double memory_end = bench::memory_ceiling(opt.quick, opt.threads);
     table.write(cli.output_path("bench_attention.csv"));
-    CsvTable ceiling({text_col("when"), real_col("gemm_gflops"), real_col("eigen_gemm_gflops"),
-                      real_col("openblas_gemm_gflops"), real_col("memory_gbs")});
-    ceiling.add_row({std::string("start"), std::max(start.first, start.second), start.first, start.second, memory_gbs});
-    ceiling.add_row({std::string("end"), std::max(end.first, end.second), end.first, end.second, memory_end});
-    ceiling.write(cli.output_path("bench_attention_ceiling.csv"));
+    CsvTable ends({text_col("when"), real_col("gemm_gflops"), real_col("eigen_gemm_gflops"),
+                   real_col("openblas_gemm_gflops"), real_col("memory_gbs")});
+    ends.add_row({std::string("start"), std::max(start.first, start.second), start.first, start.second, memory_gbs});
+    ends.add_row({std::string("end"), std::max(end.first, end.second), end.first, end.second, memory_end});
+    ends.write(cli.output_path("bench_attention_ceiling.csv"));
   });
 }

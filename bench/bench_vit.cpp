@@ -196,9 +196,8 @@ int main(int argc, char** argv) {
   return run_experiment(cli.name(), [&] {
     const auto& opt = cli.options();
     Rng rng(derive_seed(opt.seed, 1));
-    // The sgemm ceiling side by side with the steps, as bench_attention measures it: in full before the first
-    // batch size and after the last, briefly (a warm-up and 3 runs) between them; each row is set against the
-    // better of the rates just before and just after it.
+    // The sgemm ceiling side by side with the steps, as bench_attention measures it (bench/gemm_rate.hpp's
+    // row_ceiling): in full before the first batch size and after the last, briefly between them.
     bench::GemmProbe probe = bench::ceiling_probe(opt.quick, opt.threads, rng);
     auto before = bench::full_ceiling(probe, opt.quick, " at the start");
     // The experiment's batch and the PyTorch peer's (bench/bench_vit_torch.py); --quick: 16 and 32.
@@ -236,15 +235,15 @@ int main(int argc, char** argv) {
       const double seconds = median(wall);
       const double flops = vit_training_flops(config, batch);
       const double gflops = flops / seconds * 1e-9;
-      const auto after = i + 1 == batches.size() ? bench::full_ceiling(probe, opt.quick, " at the end") : probe.rates(3);
-      const double eigen_gemm = std::max(before.first, after.first), blas_gemm = std::max(before.second, after.second);
-      const double gemm = std::max(eigen_gemm, blas_gemm);
+      const auto after =
+          i + 1 == batches.size() ? bench::full_ceiling(probe, opt.quick, " at the end") : bench::beside_ceiling(probe);
+      const bench::RowCeiling ceiling = bench::row_ceiling(before, after);
+      const double gemm = ceiling.gemm;
       table.add_row({config.attention.method, "attnlab", "float32", batch, opt.threads, config.D, config.heads,
                      config.layers, config.mlp, config.tokens(), timed, seconds,
                      *std::min_element(wall.begin(), wall.end()), *std::max_element(wall.begin(), wall.end()),
                      median(user), median(sys), static_cast<double>(batch) / seconds, flops * 1e-9, gflops, gemm,
-                     eigen_gemm, blas_gemm, std::max(before.first, before.second), std::max(after.first, after.second),
-                     gflops / gemm});
+                     ceiling.eigen, ceiling.openblas, ceiling.before_best, ceiling.after_best, gflops / gemm});
       before = after;
       fmt::print(stderr, "bench_vit: exact ViT, float, batch {}, {} threads: {:.4f} s per step (median of {}; user {:.4f} s, "
                  "system {:.4f} s), {:.0f} images/s, {:.1f} GFLOP/s counted = {:.0f}% of sgemm\n",

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -98,10 +99,28 @@ inline std::pair<double, double> full_ceiling(GemmProbe& probe, bool quick, cons
   return rates;
 }
 
-// The ceiling a benchmark's single row is set against (bench_vit): full_ceiling on a probe of its own.
-inline std::pair<double, double> gemm_ceiling(bool quick, int threads, Rng& rng) {
-  GemmProbe probe = ceiling_probe(quick, threads, rng);
-  return full_ceiling(probe, quick, "");
+// The brief measurement between two rows of a benchmark: a warm-up and 3 runs. The warm-up matters: right
+// after a bench_attention child exits, 1 of 8 cold measurements here ran at half the rate, none of 8 warm.
+inline std::pair<double, double> beside_ceiling(GemmProbe& probe) { return probe.rates(3); }
+
+// The ceiling of one row, measured side by side with it: `before` and `after` are the {Eigen, OpenBLAS}
+// rates measured just before and just after the row. Why both: on a shared machine a neighbour's load comes
+// and goes within a run, and one rate measured at the start made every share of a 6-minute run depend on its
+// first second. Each library's better rate of the two, the better library's as the row's ceiling: that never
+// raises a share above what either measurement gives. tools/bench_report.py flags a row whose two
+// measurements (before_best, after_best) differ by more than its threshold: the machine changed under it.
+struct RowCeiling {
+  double gemm, eigen, openblas, before_best, after_best;
+};
+
+inline RowCeiling row_ceiling(std::pair<double, double> before, std::pair<double, double> after) {
+  RowCeiling c{};
+  c.eigen = std::max(before.first, after.first);
+  c.openblas = std::max(before.second, after.second);
+  c.gemm = std::max(c.eigen, c.openblas);
+  c.before_best = std::max(before.first, before.second);
+  c.after_best = std::max(after.first, after.second);
+  return c;
 }
 
 }  // namespace attnlab::bench
