@@ -58,6 +58,11 @@ def beside(r):
     return float(r["gemm_before_gflops"]), float(r["gemm_after_gflops"])
 
 
+def median_ceiling(rows):
+    """The median of the sgemm rates the rows were set against (for an older CSV, its one rate)."""
+    return statistics.median(float(r["gemm_gflops"]) for r in rows)
+
+
 def unsteady(r):
     """How far apart (max / min - 1) the sgemm rates around the configuration were, when more than CEILING_DRIFT."""
     around = beside(r)
@@ -85,7 +90,7 @@ def beside_sentence(ours):
     flagged = [k for k, r in ours.items() if unsteady(r) is not None]
     text = (f" Each configuration is set against the better of the sgemm rates measured just before and just after it "
             f"(Eigen's or OpenBLAS's, whichever is faster; {rates[0]:.0f} to {rates[-1]:.0f} GFLOP/s over the run, "
-            f"median {statistics.median(rates):.0f})")
+            f"median {median_ceiling(rows):.0f})")
     if flagged:
         names = ", ".join(f"{k[0]} b{k[1]} h{k[2]} n{k[3]} d{k[4]}" for k in flagged)
         text += (f": **{len(flagged)} of {len(rows)} configurations saw those two differ by more than "
@@ -367,8 +372,8 @@ def panels(rows):
 
 def figures(rows, results, gnuplot):
     """Draws panels(rows) into `results` (each through a temporary file, then renamed); returns [(file, what)]."""
-    # One line for the ceiling: the median of the rates the rows were set against (one rate for an older CSV).
-    gemm = statistics.median(float(r["gemm_gflops"]) for r in rows if r["impl"] == "attnlab")
+    # One line for the ceiling: the median of the rates the rows were set against.
+    gemm = median_ceiling([r for r in rows if r["impl"] == "attnlab"])
     drawn = []
     for name, flt, what in panels(rows):
         fig = {"name": name, "x": "n", "y": {"col": "gflops"}, "series": ["method", "impl"], "filter": flt,
@@ -398,7 +403,7 @@ def ceiling_phrase(ours):
     rows = list(ours.values())
     if rows and all(beside(r) is not None for r in rows):
         return (f"sgemm ceiling measured beside each configuration, median "
-                f"{statistics.median(float(r['gemm_gflops']) for r in rows):.0f} GFLOP/s")
+                f"{median_ceiling(rows):.0f} GFLOP/s")
     return f"sgemm ceiling {float(rows[0]['gemm_gflops']):.0f} GFLOP/s in the same run"
 
 
