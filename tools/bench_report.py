@@ -63,6 +63,18 @@ def median_ceiling(rows):
     return statistics.median(float(r["gemm_gflops"]) for r in rows)
 
 
+def bad_beside(rows):
+    """A message for the first row whose rates measured around it are not finite positive numbers (a NaN would
+    otherwise pass the steadiness check unflagged), or None. Rows of an older CSV have none to check."""
+    for r in rows:
+        for c in ("gemm_before_gflops", "gemm_after_gflops"):
+            if r.get(c):
+                v = float(r[c])
+                if not (math.isfinite(v) and v > 0):
+                    return f"{c} = {r[c]} in {r['method']} {r['impl']} n={r['n']} is not a finite positive rate"
+    return None
+
+
 def unsteady(r):
     """How far apart (max / min - 1) the sgemm rates around the configuration were, when more than CEILING_DRIFT."""
     around = beside(r)
@@ -475,6 +487,10 @@ def main():
             if not math.isfinite(float(r[c])):
                 print(f"bench_report.py: {path}: non-finite {c} in {r['method']} {r['impl']} n={r['n']}", file=sys.stderr)
                 return 1
+    problem = bad_beside(rows)
+    if problem:
+        print(f"bench_report.py: {path}: {problem}", file=sys.stderr)
+        return 1
     ours = {key(r): r for r in rows if r["impl"] == "attnlab"}
     torch = {key(r): r for r in rows if r["impl"] == "torch"}
     careful = {key(r): r for r in rows if r["impl"] == "torch-careful"}
@@ -488,7 +504,7 @@ def main():
     vit_torch = read(vit_torch_path) if os.path.exists(vit_torch_path) else []
     profile_path = os.path.join(args.results, "bench_vit_profile.csv")
     profile = read(profile_path) if os.path.exists(profile_path) else []
-    problem = check_vit(vit, vit_torch, args.results)
+    problem = check_vit(vit, vit_torch, args.results) or (f"{vit_path}: {bad_beside(vit)}" if bad_beside(vit) else None)
     if problem:
         print(f"bench_report.py: {problem}", file=sys.stderr)
         return 1

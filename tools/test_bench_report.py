@@ -69,6 +69,12 @@ def check_beside(limit):
     check(len(lines) == 1 and "not reliable" in lines[0], f"an unsteady ViT row says so: {lines}")
     vit.update(gemm_after_gflops="200.0")
     check("not reliable" not in bench_report.vit_targets([vit], [])[0], "a steady ViT row is not flagged")
+    # A rate around a row that is not a finite positive number is an error naming the column, never a silent pass.
+    check(bench_report.bad_beside(list(steady.values())) is None, "finite positive rates around rows pass")
+    for bad in ("nan", "inf", "0", "-1"):
+        broken = dict(attnlab_row("nystrom", 1024, 80.0, 200.0, 200.0), gemm_after_gflops=bad)
+        problem = bench_report.bad_beside([broken])
+        check(problem is not None and "gemm_after_gflops" in problem, f"a rate of {bad} around a row is an error ({problem})")
     # A CSV from before the rates were measured around each row: no sentence, no flag, no error.
     old = {k: {c: v for c, v in r.items() if not c.startswith("gemm_before") and not c.startswith("gemm_after")}
            for k, r in rows.items()}
