@@ -18,6 +18,10 @@
 
 namespace attnlab::testing {
 
+// L = sum(R .* y), the loss of the finite-difference checks: its gradient w.r.t. y is R, a random direction
+// that exercises every output entry.
+inline double dot_loss(const Mat<double>& r, const Mat<double>& y) { return (r.array() * y.array()).sum(); }
+
 // The base seed of the model checks (ATTNLAB_TEST_SEED overrides it).
 inline const std::uint64_t kModelTestSeed = test_seed(20251125);
 

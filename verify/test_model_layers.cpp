@@ -23,9 +23,6 @@ namespace {
 using M = Mat<double>;
 using V = Vec<double>;
 
-// L = sum(R .* y): its gradient w.r.t. y is R, a random direction that exercises every output entry.
-double dot(const M& r, const M& y) { return (r.array() * y.array()).sum(); }
-
 }  // namespace
 
 TEST_CASE("linear backward matches central differences") {
@@ -37,7 +34,7 @@ TEST_CASE("linear backward matches central differences") {
         INFO("N " << N << " in " << in << " out " << out);
         M x = gaussian_matrix(N, in, rng), W = gaussian_matrix(in, out, rng), r = gaussian_matrix(N, out, rng);
         V b = gaussian_matrix(out, 1, rng);
-        auto loss = [&] { M y; linear_forward(x, W, b, y); return dot(r, y); };
+        auto loss = [&] { M y; linear_forward(x, W, b, y); return dot_loss(r, y); };
         M dx, dW = M::Zero(in, out);
         V db = V::Zero(out);
         linear_backward(x, W, r, &dx, dW, db);
@@ -55,7 +52,7 @@ TEST_CASE("layernorm backward matches central differences") {
       INFO("N " << N << " D " << D);
       M x = gaussian_matrix(N, D, rng), r = gaussian_matrix(N, D, rng);
       V gamma = V::Ones(D) + gaussian_matrix(D, 1, rng, 0.3), beta = gaussian_matrix(D, 1, rng);
-      auto loss = [&] { M y; LayerNormTape<double> t; layernorm_forward(x, gamma, beta, y, t); return dot(r, y); };
+      auto loss = [&] { M y; LayerNormTape<double> t; layernorm_forward(x, gamma, beta, y, t); return dot_loss(r, y); };
       M y, dx;
       LayerNormTape<double> tape;
       layernorm_forward(x, gamma, beta, y, tape);
@@ -75,7 +72,7 @@ TEST_CASE("the finite-difference check fails on a backward that is wrong by one 
   const Eigen::Index N = 3, D = 5;
   M x = gaussian_matrix(N, D, rng), r = gaussian_matrix(N, D, rng);
   V gamma = V::Ones(D), beta = V::Zero(D);
-  auto loss = [&] { M y; LayerNormTape<double> t; layernorm_forward(x, gamma, beta, y, t); return dot(r, y); };
+  auto loss = [&] { M y; LayerNormTape<double> t; layernorm_forward(x, gamma, beta, y, t); return dot_loss(r, y); };
   M y, dx;
   LayerNormTape<double> tape;
   layernorm_forward(x, gamma, beta, y, tape);
@@ -98,7 +95,7 @@ TEST_CASE("GELU backward matches central differences, and GELU is the erf form")
   INFO("seed " << kModelTestSeed + 3);
   for (Eigen::Index N : model_test_sizes(rng)) {
     M x = gaussian_matrix(N, 5, rng, 2.0), r = gaussian_matrix(N, 5, rng);
-    auto loss = [&] { M y; gelu_forward(x, y); return dot(r, y); };
+    auto loss = [&] { M y; gelu_forward(x, y); return dot_loss(r, y); };
     M y, dx;
     gelu_forward(x, y);
     gelu_backward(x, r, dx);
@@ -157,7 +154,7 @@ TEST_CASE("patch embedding: patch order, overlapping padded windows, and its bac
       M pp = gaussian_matrix(B * n, 4, rng), W = gaussian_matrix(4, D, rng), pos = gaussian_matrix(n, D, rng);
       V b = gaussian_matrix(D, 1, rng);
       M r = gaussian_matrix(B * n, D, rng);
-      auto loss = [&] { M e; patch_embedding_forward(pp, W, b, pos, e); return dot(r, e); };
+      auto loss = [&] { M e; patch_embedding_forward(pp, W, b, pos, e); return dot_loss(r, e); };
       M dW = M::Zero(4, D), dpos = M::Zero(n, D);
       V db = V::Zero(D);
       patch_embedding_backward(pp, r, dW, db, dpos);
@@ -177,7 +174,7 @@ TEST_CASE("MLP backward matches central differences") {
       MlpParams<double> p{gaussian_matrix(D, Mw, rng), gaussian_matrix(Mw, 1, rng), gaussian_matrix(Mw, D, rng),
                           gaussian_matrix(D, 1, rng)};
       M z = gaussian_matrix(N, D, rng), r = gaussian_matrix(N, D, rng);
-      auto loss = [&] { M y; MlpTape<double> t; mlp_forward(z, p, y, t); return dot(r, y); };
+      auto loss = [&] { M y; MlpTape<double> t; mlp_forward(z, p, y, t); return dot_loss(r, y); };
       M y, dz;
       MlpTape<double> tape;
       mlp_forward(z, p, y, tape);
@@ -209,7 +206,7 @@ TEST_CASE("multi-head attention backward matches central differences (test-only 
           M y;
           MhaTape<double> t;
           mha_forward(z, p, method, n, heads, y, t, false);
-          return dot(r, y);
+          return dot_loss(r, y);
         };
         M y, dz;
         MhaTape<double> tape;
