@@ -34,7 +34,7 @@ LAYERS = {
 # Third-party headers by prefix (a directory such as "Eigen/" or a file such as "zlib.h").
 THIRD_PARTY = {
     "core": ["Eigen/"],
-    "linalg": ["Eigen/"],
+    "linalg": ["Eigen/", "immintrin.h"],
     "qk": ["Eigen/", "Spectra/"],
     "theory": ["Eigen/"],
     "attention": ["Eigen/", "omp.h"],
