@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "attnlab/core/row_blocks.hpp"
 #include "attnlab/core/matrix.hpp"
+#include "attnlab/core/row_blocks.hpp"
+#include "attnlab/core/softmax.hpp"
+#include "attnlab/linalg/broadcast_gemm.hpp"
 
 namespace attnlab {
 
@@ -58,6 +60,23 @@ void answer_query_blocks(Eigen::Index count, const RowBlocks& blocks, Answer ans
     const Eigen::Index i = t % blocks.count();
     answer(t / blocks.count(), blocks.begin(i), blocks.length(i));
   }
+}
+
+// Pass 3 of Linformer and Nystrom: out = softmax(Q_b K^T scale) V for a block of queries q_b (b, d) against a
+// few keys held whole (Linformer's k projected keys, Nystrom's m landmarks): keys (r, d), values (r, d_v),
+// out (b, d_v). Queries down the rows of the scores (b, r), as in the fused exact kernel: both products are
+// broadcast_gemm's (keys read transposed in place), the softmax vector arithmetic over queries. The scale
+// goes on the b x d queries rather than the b x r scores.
+template <typename T, typename DerivedQ, typename DerivedK, typename DerivedV, typename DerivedOut>
+void softmax_rows_times(const Eigen::MatrixBase<DerivedQ>& q_b, T scale, const Eigen::MatrixBase<DerivedK>& keys,
+                        const Eigen::MatrixBase<DerivedV>& values, Eigen::MatrixBase<DerivedOut>&& out) {
+  const Mat<T> q_s = q_b * scale;
+  Mat<T> s(q_b.rows(), keys.rows());
+  broadcast_gemm(s, q_s, strided_view(keys.transpose()), false);
+  const Vec<T> sums = exp_rows_inplace(s);
+  Mat<T> unnormalised(q_b.rows(), values.cols());
+  broadcast_gemm(unnormalised, s, strided_view(values), false);
+  out.noalias() = sums.cwiseInverse().asDiagonal() * unnormalised;
 }
 
 }  // namespace detail

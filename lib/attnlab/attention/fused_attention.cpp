@@ -12,6 +12,7 @@
 #include "attnlab/core/head_stack_map.hpp"
 #include "attnlab/core/row_blocks.hpp"
 #include "attnlab/core/softmax.hpp"
+#include "attnlab/linalg/broadcast_gemm.hpp"
 
 namespace attnlab {
 
@@ -20,39 +21,43 @@ namespace {
 // Per-thread buffers, reused from block to block.
 template <typename T>
 struct Workspace {
-  Mat<T> q_dq;    // (d, b_q): the block's queries, scaled and transposed
-  Mat<T> s_kq;    // (b_k, b_q): scores, then their exponentials
-  Mat<T> acc_vq;  // (d_v, b_q): unnormalised output, transposed
+  Mat<T> q_qd;    // (b_q, d): the block's queries, scaled
+  Mat<T> s_qk;    // (b_q, b_k): scores, then their exponentials, one row per query
+  Mat<T> acc_qv;  // (b_q, d_v): unnormalised output
   Vec<T> m_q, l_q, correction;  // (b_q): running maximum, normaliser, rescaling of the old sum
 };
 
 // Rows [i0, i0 + b_q) of softmax(Q K^T / sqrt(d)) V into `out`. Keys are taken `key_block` at a
 // time (all at once for 0); with one block the correction below is exp(-inf) = 0 applied to a
-// zero accumulator, and the kernel is the plain two-pass softmax.
+// zero accumulator, and the kernel is the plain two-pass softmax. Queries run down the rows of
+// every buffer, so a column of the block's scores is contiguous: both products are broadcast_gemm's
+// (A's columns loaded, B's entries broadcast: K^T and V are read in place, never packed), and the
+// softmax is vector arithmetic over queries.
 template <typename T>
 void attend_query_block(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index i0, Eigen::Index b_q,
                         Eigen::Index key_block, Workspace<T>& w, Mat<T>& out, Vec<T>* lse) {
   const Eigen::Index n_k = k.rows();
   const Eigen::Index b_k = key_block > 0 ? std::min(key_block, n_k) : n_k;
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
-  // The scale goes on the b_q x d queries rather than the b_k x b_q scores: d / b_k as many products.
-  w.q_dq.noalias() = q.middleRows(i0, b_q).transpose() * scale;
+  // The scale goes on the b_q x d queries rather than the b_q x b_k scores: d / b_k as many products.
+  w.q_qd.noalias() = q.middleRows(i0, b_q) * scale;
   w.m_q.setConstant(b_q, -std::numeric_limits<T>::infinity());
   w.l_q.setZero(b_q);
   w.correction.resize(b_q);
-  w.acc_vq.setZero(v.cols(), b_q);
+  w.acc_qv.resize(b_q, v.cols());
   for (Eigen::Index j0 = 0; j0 < n_k; j0 += b_k) {
     const Eigen::Index b = std::min(b_k, n_k - j0);
-    // pass 1: scores of this key block, keys down the columns so each query's scores are contiguous.
-    w.s_kq.noalias() = k.middleRows(j0, b) * w.q_dq;
+    // pass 1: scores of this key block, S = Q_b K_j^T (K_j^T read in place through its strides).
+    w.s_qk.resize(b_q, b);
+    broadcast_gemm(w.s_qk, w.q_qd, strided_view(k.middleRows(j0, b).transpose()), false);
     // pass 2: new running maximum, exponentials relative to it (never overflow), rescaled sums.
-    online_softmax_block(w.s_kq, w.m_q, w.l_q, w.correction);
-    // pass 3: what was accumulated relative to the old maxima, rescaled, plus this block's V^T S.
-    if (j0 > 0) w.acc_vq.array().rowwise() *= w.correction.transpose().array();
-    w.acc_vq.noalias() += v.middleRows(j0, b).transpose() * w.s_kq;
+    online_softmax_block_rows(w.s_qk, w.m_q, w.l_q, w.correction);
+    // pass 3: what was accumulated relative to the old maxima, rescaled, plus this block's S V_j.
+    if (j0 > 0) w.acc_qv = w.correction.asDiagonal() * w.acc_qv;
+    broadcast_gemm(w.acc_qv, w.s_qk, strided_view(v.middleRows(j0, b)), j0 > 0);
   }
   // pass 4: normalise; l_q >= 1 since the overall maximum's term is exactly exp(0).
-  out.middleRows(i0, b_q).noalias() = (w.acc_vq * w.l_q.cwiseInverse().asDiagonal()).transpose();
+  out.middleRows(i0, b_q).noalias() = w.l_q.cwiseInverse().asDiagonal() * w.acc_qv;
   // The backward's statistics: log of the normaliser relative to 0 (l_q >= 1, so the log is finite).
   if (lse != nullptr) lse->segment(i0, b_q) = (w.m_q.array() + w.l_q.array().log()).matrix();
 }
@@ -113,9 +118,11 @@ void recompute_block(const BackwardHead<T>& h, Eigen::Index i0, Eigen::Index b_q
                      BackwardWorkspace<T>& w) {
   // S^T = K_j (Q_i^T / sqrt(d)); P^T = exp(S^T - lse_i), column c shifted by lse(i0 + c). lse_i is at least
   // the row's maximum score, so every exponent is <= 0 (up to rounding) and exp cannot overflow.
-  w.p_kq.noalias() = h.k->middleRows(j0, b_k) * w.q_dq;
+  w.p_kq.resize(b_k, b_q);
+  broadcast_gemm(w.p_kq, h.k->middleRows(j0, b_k), strided_view(w.q_dq), false);
   // dP^T = V_j dO_i^T; dS^T = P^T o (dP^T - D_i), D_i down the columns.
-  w.ds_kq.noalias() = h.v->middleRows(j0, b_k) * w.do_dq;
+  w.ds_kq.resize(b_k, b_q);
+  broadcast_gemm(w.ds_kq, h.v->middleRows(j0, b_k), strided_view(w.do_dq), false);
   // Column by column, a scalar shift: Eigen vectorises exp() down a contiguous column, but not over a row vector
   // broadcast with rowwise(), which fell back to scalar expf for every entry (19% of the backward's time, perf).
   for (Eigen::Index c = 0; c < b_q; ++c) {
@@ -169,9 +176,10 @@ void backward_key_block(const BackwardHead<T>& h, Eigen::Index head, Eigen::Inde
     const Eigen::Index i0 = queries.begin(i), b_q = queries.length(i);
     load_query_block(h, i0, b_q, scale, w);
     recompute_block(h, i0, b_q, j0, b_k, w);
-    dv.noalias() += w.p_kq * h.d_out->middleRows(i0, b_q);
-    dk.noalias() += w.ds_kq * h.q->middleRows(i0, b_q);
-    // dS_ij K_j before taking the turn, so the wait holds up only the addition.
+    broadcast_gemm(dv, w.p_kq, strided_view(h.d_out->middleRows(i0, b_q)), true);
+    broadcast_gemm(dk, w.ds_kq, strided_view(h.q->middleRows(i0, b_q)), true);
+    // dS_ij K_j before taking the turn, so the wait holds up only the addition (Eigen's product: its left factor
+    // dS_ij^T has no contiguous rows, which broadcast_gemm needs).
     w.dq_q.noalias() = w.ds_kq.transpose() * h.k->middleRows(j0, b_k);
     turns.wait(head, i, j);
     auto dq = h.dq->middleRows(i0, b_q);

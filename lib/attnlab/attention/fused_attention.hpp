@@ -13,15 +13,16 @@
 namespace attnlab {
 
 // Queries per block of the fused kernels: 64 x n_k float scores stay in L2 up to n_k = 4096,
-// and 64 columns keep Eigen's GEMM micro-kernel busy.
+// and 64 rows are one row tile of broadcast_gemm's kernel (four 16-float vectors).
 inline constexpr Eigen::Index kFusedQueryBlock = 64;
 // Keys per block of the streaming form: 256 x 64 scores (64 KiB in float) stay in L1/L2.
 inline constexpr Eigen::Index kFusedKeyBlock = 256;
 
 // softmax(Q K^T / sqrt(d)) V, the fast counterpart of softmax_attention() (same result up to
-// rounding). For each block of kFusedQueryBlock queries: S = K Q_b^T / sqrt(d) by Eigen's GEMM
-// (keys x queries, so each query's scores are contiguous), exp(S - column max) with Eigen's
-// vectorised exp, the column sums, then S^T V scaled by 1 / sum. key_block = 0 takes all keys
+// rounding). For each block of kFusedQueryBlock queries: S = Q_b K^T / sqrt(d) by broadcast_gemm
+// (linalg/broadcast_gemm.hpp; queries x keys, so each key's column of 64 scores is contiguous and
+// K^T is read in place), exp(S - row max) with Eigen's vectorised exp down those columns, the row
+// sums, then S V (broadcast_gemm again, V read in place) scaled by 1 / sum. key_block = 0 takes all keys
 // at once (n_k x 64 scores per thread); key_block > 0 streams keys in blocks with a running
 // maximum and normaliser (the online softmax of streaming_attention()), so scores take
 // key_block x 64 whatever n_k. Throws std::invalid_argument on bad shapes or key_block < 0.
@@ -60,7 +61,8 @@ struct AttentionGradients {
 //     S^T = K_j Q_i^T / sqrt(d), P^T = exp(S^T - lse_i) (every exponent <= 0 up to rounding: no overflow),
 //     dV_j += P^T dO_i, dP^T = V_j dO_i^T, dS^T = P^T o (dP^T - D_i), dK_j += dS^T Q_i / sqrt(d),
 //     dQ_i += dS_ij K_j / sqrt(d), added in the order j = 0, 1, ... (a key block waits for its turn).
-// FlashAttention-2's five block products per block pair. A task owns its dK and dV rows, and dQ's rows take
+// FlashAttention-2's five block products per block pair: four by broadcast_gemm, dS_ij K_j by Eigen's (its left
+// factor has no contiguous rows). A task owns its dK and dV rows, and dQ's rows take
 // their key blocks' terms in one fixed order, so the gradients are bit for bit the same for any thread
 // count; memory beyond the inputs and gradients is two block x block and three block x d matrices per
 // thread, never n_q x n_k.

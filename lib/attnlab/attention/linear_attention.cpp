@@ -11,6 +11,7 @@
 #include "attnlab/core/attention_check.hpp"
 #include "attnlab/core/head_stack_map.hpp"
 #include "attnlab/core/row_blocks.hpp"
+#include "attnlab/linalg/broadcast_gemm.hpp"
 
 namespace attnlab {
 
@@ -195,7 +196,8 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
     const auto q_i = q[h].middleRows(i0, b);
     Mat<T> phi = elu_plus_one_vectorised(q_i);
     rescale_negative_rows(phi, q_i);  // rows whose entries are all negative: exp(x - row max)
-    const Mat<T> nd = phi * kvz[static_cast<std::size_t>(h)];
+    Mat<T> nd(b, dv + 1);
+    broadcast_gemm(nd, phi, strided_view(kvz[static_cast<std::size_t>(h)]), false);
     // One division per query, then products: b d_v divisions cost more than the products they replace.
     const Vec<T> inv_den = nd.col(dv).cwiseInverse();
     out[h].middleRows(i0, b).noalias() = inv_den.asDiagonal() * nd.leftCols(dv);

@@ -118,19 +118,19 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
   // Pass 1: per key block, [E_j K_j, F_j V_j], (kp, d + d_v).
   auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
     Mat<T> s(proj.k(), d + dv);
-    s.leftCols(d).noalias() = proj.e.middleCols(j0, b) * k[h].middleRows(j0, b);
-    s.rightCols(dv).noalias() = proj.f.middleCols(j0, b) * v[h].middleRows(j0, b);
+    auto ek = s.leftCols(d), fv = s.rightCols(dv);
+    broadcast_gemm(ek, proj.e.middleCols(j0, b), strided_view(k[h].middleRows(j0, b)), false);
+    broadcast_gemm(fv, proj.f.middleCols(j0, b), strided_view(v[h].middleRows(j0, b)), false);
     return s;
   });
   const auto ekfv = detail::add_blocks(std::move(part), count, keys.count());
-  // Pass 3: scores (E K) Q_i^T / sqrt(d), (kp, b), softmax down each column, times F V.
+  // Pass 3: softmax(Q_i (E K)^T / sqrt(d)) (F V), scores (b, kp) one row per query.
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   const T scale = T(1) / std::sqrt(static_cast<T>(d));
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const Mat<T>& s = ekfv[static_cast<std::size_t>(h)];
-    Mat<T> p_pq = s.leftCols(d) * (q[h].middleRows(i0, b).transpose() * scale);
-    const Vec<T> sums = exp_columns_inplace(p_pq);
-    out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * (p_pq.transpose() * s.rightCols(dv));
+    detail::softmax_rows_times(q[h].middleRows(i0, b), scale, s.leftCols(d), s.rightCols(dv),
+                               out[h].middleRows(i0, b));
   });
   return out;
 }

@@ -129,16 +129,16 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
   const Eigen::Index m = landmarks, count = q.count(), dv = v.d();
   check_landmarks(m, q.n(), k.n());
   const T scale = T(1) / std::sqrt(static_cast<T>(q.d()));
-  // Pass 0, per head: landmarks Q~ (scaled, transposed: (d, m)) and K~ (m, d), and Z = pinv(A) of
+  // Pass 0, per head: landmarks Q~ (scaled: (m, d)) and K~ (m, d), and Z = pinv(A) of
   // A = softmax(Q~ K~^T / sqrt(d)) by the reference's pseudoinverse with its default options (the
   // iteration from Z_0 = A^T / (||A||_1 ||A||_inf)).
-  std::vector<Mat<T>> ql_dm(static_cast<std::size_t>(count)), kl(ql_dm.size()), z(ql_dm.size());
+  std::vector<Mat<T>> ql_md(static_cast<std::size_t>(count)), kl(ql_md.size()), z(ql_md.size());
 #pragma omp parallel for schedule(dynamic)
   for (Eigen::Index h = 0; h < count; ++h) {
     const auto i = static_cast<std::size_t>(h);
     const Mat<T> q_l = segment_means(q[h], m);
     kl[i] = segment_means(k[h], m);
-    ql_dm[i] = (q_l * scale).transpose();
+    ql_md[i] = q_l * scale;
     // A by the reference's own function, so Z is the reference's Z to the bit (its sensitivity to
     // rounding in A, up to cond(A) amplified by the iteration, never enters the comparison).
     z[i] = nystrom_pinv(std::vector<Mat<T>>{landmark_kernel(q_l, kl[i], scale)}, NystromOptions{}).front();
@@ -147,11 +147,14 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
   // with the block maxima and sums: (m, d_v + 2) = [B_j V_j, max, sum].
   const detail::RowBlocks keys{k.n(), kFastRowBlock}, queries{q.n(), kFastRowBlock};
   const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
-    Mat<T> s_kl = k[h].middleRows(j0, b) * ql_dm[static_cast<std::size_t>(h)];  // (b, m): landmark per column
-    const Vec<T> block_max = s_kl.colwise().maxCoeff().transpose();
-    const Vec<T> sums = exp_columns_inplace(s_kl);
+    // (m, b): one row per landmark, as the fused exact kernel's queries (products by broadcast_gemm).
+    Mat<T> s_lk(m, b);
+    broadcast_gemm(s_lk, ql_md[static_cast<std::size_t>(h)], strided_view(k[h].middleRows(j0, b).transpose()), false);
+    Vec<T> block_max;
+    const Vec<T> sums = exp_rows_inplace(s_lk, &block_max);
     Mat<T> s(m, dv + 2);
-    s.leftCols(dv).noalias() = s_kl.transpose() * v[h].middleRows(j0, b);
+    auto bv = s.leftCols(dv);
+    broadcast_gemm(bv, s_lk, strided_view(v[h].middleRows(j0, b)), false);
     s.col(dv) = block_max;
     s.col(dv + 1) = sums;
     return s;
@@ -174,13 +177,11 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
     }
     w[static_cast<std::size_t>(h)].noalias() = z[static_cast<std::size_t>(h)] * (sums.cwiseInverse().asDiagonal() * bv);
   }
-  // Pass 3: F_i = softmax(Q_i K~^T / sqrt(d)), computed transposed (m, b), times W.
+  // Pass 3: F_i = softmax(Q_i K~^T / sqrt(d)), (b, m) one row per query, times W.
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const auto i = static_cast<std::size_t>(h);
-    Mat<T> f_lq = kl[i] * (q[h].middleRows(i0, b).transpose() * scale);
-    const Vec<T> sums = exp_columns_inplace(f_lq);
-    out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * (f_lq.transpose() * w[i]);
+    detail::softmax_rows_times(q[h].middleRows(i0, b), scale, kl[i], w[i], out[h].middleRows(i0, b));
   });
   return out;
 }

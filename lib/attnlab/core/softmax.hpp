@@ -29,7 +29,7 @@ void softmax_rows_inplace(Eigen::MatrixBase<Derived>& logits) {
 
 // x = exp(x - shift) in place, by Eigen's vectorised exp; returns the sum of the new entries. With
 // shift = max(x) ("subtract the max, then exp") every exponent is <= 0 and the largest term is exactly
-// 1, so the sum is >= 1. The column softmaxes of the attention kernels are written with it (the row
+// 1, so the sum is >= 1. The column softmaxes of the reference kernels are written with it (the row
 // softmax above stays scalar: its std::exp and Eigen's vectorised exp may differ in the last bit).
 template <typename Derived>
 typename Derived::Scalar exp_shifted_inplace(Eigen::MatrixBase<Derived>& x, typename Derived::Scalar shift) {
@@ -37,16 +37,19 @@ typename Derived::Scalar exp_shifted_inplace(Eigen::MatrixBase<Derived>& x, type
   return x.sum();
 }
 
-// exp(s - column max) in place for each column of s (a column softmax left unnormalised, so that the
-// division can go on a smaller product that follows); returns the column sums, each >= 1.
+// exp(s - row max) in place for each row of s (queries down the rows: the layout of online_softmax_block_rows,
+// column by column so each step is a vector operation down a contiguous column); returns the row sums, each
+// >= 1 (the maximal term is exactly exp(0)), and the row maxima in *row_max if given. s has >= 1 column.
 template <typename Derived>
-Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> exp_columns_inplace(Eigen::MatrixBase<Derived>& s) {
-  Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> sums(s.cols());
-  for (Eigen::Index c = 0; c < s.cols(); ++c) {
-    auto col = s.col(c);
-    sums(c) = exp_shifted_inplace(col, col.maxCoeff());
-  }
-  return sums;
+Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> exp_rows_inplace(
+    Eigen::MatrixBase<Derived>& s, Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1>* row_max = nullptr) {
+  Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> m = s.col(0);
+  for (Eigen::Index j = 1; j < s.cols(); ++j) m = m.cwiseMax(s.col(j));
+  for (Eigen::Index j = 0; j < s.cols(); ++j) s.col(j) = (s.col(j) - m).array().exp().matrix();
+  if (row_max != nullptr) *row_max = m;
+  m = s.col(0);  // from here the row sums, added in column order
+  for (Eigen::Index j = 1; j < s.cols(); ++j) m += s.col(j);
+  return m;
 }
 
 // One block of keys of the online softmax (Milakov & Gimelshein 2018; FlashAttention), for every
@@ -66,6 +69,25 @@ void online_softmax_block(Eigen::MatrixBase<DerivedS>& s, Eigen::MatrixBase<Deri
     l(i) = l(i) * correction(i) + sum;
     m(i) = m_new;
   }
+}
+
+// The same block step with the scores held one row per query (queries down the rows, keys across the
+// columns: the fused kernel's layout, in which a column of queries is contiguous, so each step below is
+// a vector operation over queries, with no reduction across vector lanes). Per query i: m' = max(m,
+// max_j s_ij), correction = exp(m - m') (0 on the first block, m = -inf), s_ij = exp(s_ij - m') (never
+// overflows), l = l correction + sum_j s_ij.
+template <typename DerivedS, typename DerivedV>
+void online_softmax_block_rows(Eigen::MatrixBase<DerivedS>& s, Eigen::MatrixBase<DerivedV>& m,
+                               Eigen::MatrixBase<DerivedV>& l, Eigen::MatrixBase<DerivedV>& correction) {
+  // Column by column: each step is a vector operation down a contiguous column, which Eigen vectorises
+  // (exp() over s.colwise() - m fell back to scalar expf for every entry: 59% of the kernel's time, perf).
+  correction = m;  // the new maximum m', for now
+  for (Eigen::Index j = 0; j < s.cols(); ++j) correction = correction.cwiseMax(s.col(j));
+  for (Eigen::Index j = 0; j < s.cols(); ++j) s.col(j) = (s.col(j) - correction).array().exp().matrix();
+  m.swap(correction.derived());  // m = m'; correction holds the old maximum
+  correction = (correction - m).array().exp().matrix();
+  l.array() *= correction.array();
+  for (Eigen::Index j = 0; j < s.cols(); ++j) l += s.col(j);
 }
 
 // Returns softmax of each row of `logits`.
