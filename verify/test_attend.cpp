@@ -121,6 +121,8 @@ std::vector<std::pair<std::vector<std::string>, Reference<T>>> fast_cases() {
        [](const S& q, const S& k, const S& v) { return fused_attention(q, k, v, 5); }},
       {{"--method", "linear-elu", "--impl", "fast"},
        [](const S& q, const S& k, const S& v) { return fast_elu_linear_attention(q, k, v); }},
+      {{"--method", "linear-shen", "--impl", "fast"},
+       [](const S& q, const S& k, const S& v) { return fast_efficient_attention(q, k, v); }},
       {{"--method", "linformer", "--proj", "6", "--impl", "fast"},
        [](const S& q, const S& k, const S& v) {
          Rng rng(kAttendSeed);
@@ -261,7 +263,7 @@ TEST_CASE("attend refuses bad input with exit status 2, one line naming the prob
       {{"--method", "linear_elu"}, "--method"},
       {{"--method", "linear"}, "--method"},
       {{"--impl", "blocked"}, "--impl"},
-      {{"--method", "linear-shen", "--impl", "fast"}, "--impl"},
+      {{"--method", "favor", "--impl", "fast"}, "--impl"},
       {{"--method", "nystrom", "--landmarks", "5", "--impl", "fast", "--pinv-iterations", "7"}, "--impl"},
       {{"--dtype", "half"}, "--dtype"},
       {{"--q", (dir / "missing.npy").string()}, "missing.npy"},

@@ -1,4 +1,4 @@
-// Checks of the fast linear, Linformer and Nystrom kernels against their reference kernels.
+// Checks of the fast linear (elu + 1 and Shen's), Linformer and Nystrom kernels against their reference kernels.
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -50,6 +50,10 @@ double max_diff(const Mat<T>& a, const Mat<T>& b) {
 // elu + 1 linear attention: phi > 0, so the denominators are sums of positive terms (relative error
 // <= (n + d) eps) and each numerator entry errs by <= (n + d) eps sum_j w_j |v_j| <= (n + d) eps max|v|
 // times the denominator. Per kernel |out - exact| <= 4 (n + d + 4) eps max|v|; twice that between two.
+// Shen's efficient attention has the same shape of error: softmax_col(K)^T V is, per feature, a convex
+// combination of V's rows whose n weights err relatively by <= (n + 4) eps (exps relative to the column's
+// maximum, a sum of n positive terms, one division; the blocks' rescaling adds a few eps), and each output
+// row a convex combination of the d context rows with weights erring by <= (d + 4) eps. So the same bound.
 template <typename T>
 double linear_bound(const Mat<T>& v, Eigen::Index n, Eigen::Index d) {
   return 8 * static_cast<double>(n + d + 4) * eps<T>() * std::max(1.0, static_cast<double>(v.cwiseAbs().maxCoeff()));
@@ -96,11 +100,13 @@ void check_against_references() {
       const auto proj = gaussian_projections(n, std::min(kProjected, n), ProjectionSharing::shared, rng).cast<T>();
       const Eigen::Index m = std::min(kLandmarks, n);
       const HeadStack<T> lin = fast_elu_linear_attention(s.q, s.k, s.v);
+      const HeadStack<T> shen = fast_efficient_attention(s.q, s.k, s.v);
       const HeadStack<T> lf = fast_linformer_attention(s.q, s.k, s.v, proj);
       const HeadStack<T> ny = fast_nystrom_attention(s.q, s.k, s.v, m);
       for (Eigen::Index i = 0; i < 2; ++i) {
         INFO(family << " n=" << n << " d=" << d << " head " << i);
         CHECK(max_diff(lin[i], elu_linear_attention(s.q[i], s.k[i], s.v[i])) <= linear_bound(s.v[i], n, d));
+        CHECK(max_diff(shen[i], efficient_attention(s.q[i], s.k[i], s.v[i])) <= linear_bound(s.v[i], n, d));
         CHECK(max_diff(lf[i], linformer_attention(s.q[i], s.k[i], s.v[i], proj)) <=
               linformer_bound(s.q[i], s.k[i], s.v[i], proj));
         CHECK(max_diff(ny[i], nystrom_attention(s.q[i], s.k[i], s.v[i], NystromOptions{.landmarks = m})) <=
@@ -111,7 +117,7 @@ void check_against_references() {
 
 }  // namespace
 
-TEST_CASE("fast linear, Linformer and Nystrom attention agree with the references in float and double") {
+TEST_CASE("fast linear (elu + 1, Shen's), Linformer and Nystrom attention agree with the references in float and double") {
   check_against_references<double>();
   check_against_references<float>();
 }
@@ -127,6 +133,31 @@ TEST_CASE("fast linear attention: all-negative keys and queries (exp underflow i
   CHECK(max_diff(out[0], elu_linear_attention(q[0], k[0], v[0])) <= linear_bound(v[0], 40, 4));
 }
 
+TEST_CASE("fast Shen attention over several key blocks: maxima that differ by block merged without overflow") {
+  // Heads longer than 2048 rows are cut into blocks of kFastRowBlock keys; logits growing along the sequence
+  // (up to about 1e3) give every block its own maxima, so pass 2's rescaling exp(m_j - max) is exercised.
+  Rng rng(kAttentionTestSeed + 13);
+  const Eigen::Index n = 2 * 2048 + 5, d = 8;
+  HeadStack<float> q(1, 2, n, d), k = q, v = q;
+  for (Eigen::Index i = 0; i < 2; ++i) {
+    q[i] = gaussian_matrix<float>(n, d, rng, 30.0);
+    k[i] = gaussian_matrix<float>(n, d, rng);
+    for (Eigen::Index j = 0; j < n; ++j) k[i].row(j) *= 300.0f * static_cast<float>(j + 1) / static_cast<float>(n);
+    v[i] = gaussian_matrix<float>(n, d, rng);
+  }
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const HeadStack<float> one = fast_efficient_attention(q, k, v);
+  omp_set_num_threads(2);
+  const HeadStack<float> two = fast_efficient_attention(q, k, v);
+  omp_set_num_threads(saved);
+  for (Eigen::Index i = 0; i < 2; ++i) {
+    REQUIRE(one[i].allFinite());
+    CHECK(one[i] == two[i]);
+    CHECK(max_diff(one[i], efficient_attention(q[i], k[i], v[i])) <= linear_bound(v[i], n, d));
+  }
+}
+
 TEST_CASE("fast kernels: bit for bit the same with 1 and 2 threads, one long head or many") {
   Rng rng(kAttentionTestSeed + 11);
   const int saved = omp_get_max_threads();
@@ -139,7 +170,8 @@ TEST_CASE("fast kernels: bit for bit the same with 1 and 2 threads, one long hea
     }
     const auto proj = gaussian_projections(n, kProjected, ProjectionSharing::shared, rng).cast<float>();
     const std::vector<std::function<HeadStack<float>()>> kernels = {
-        [&] { return fast_elu_linear_attention(q, k, v); }, [&] { return fast_linformer_attention(q, k, v, proj); },
+        [&] { return fast_elu_linear_attention(q, k, v); }, [&] { return fast_efficient_attention(q, k, v); },
+        [&] { return fast_linformer_attention(q, k, v, proj); },
         [&] { return fast_nystrom_attention(q, k, v, kLandmarks); }};
     for (const auto& run : kernels) {
       omp_set_num_threads(1);
@@ -158,6 +190,8 @@ TEST_CASE("fast kernels refuse bad shapes and landmark counts") {
   const auto proj = gaussian_projections(9, 4, ProjectionSharing::shared, rng).cast<float>();
   CHECK_THROWS_AS(fast_elu_linear_attention(q, k_short, v), std::invalid_argument);
   CHECK_THROWS_AS(fast_elu_linear_attention(q, k, other), std::invalid_argument);
+  CHECK_THROWS_AS(fast_efficient_attention(q, k_short, v), std::invalid_argument);
+  CHECK_THROWS_AS(fast_efficient_attention(q, k, other), std::invalid_argument);
   CHECK_THROWS_AS(fast_linformer_attention(q, k, v, proj), std::invalid_argument);
   CHECK_THROWS_AS(fast_nystrom_attention(q, k, v, 0), std::invalid_argument);
   CHECK_THROWS_AS(fast_nystrom_attention(q, k, v, 11), std::invalid_argument);

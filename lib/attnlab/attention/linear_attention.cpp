@@ -205,6 +205,60 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   return out;
 }
 
+template <typename T>
+HeadStack<T> fast_efficient_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v) {
+  detail::check_same_heads(q, k, v);
+  detail::check_attention_shapes("efficient_attention", q[0], k[0], v[0]);
+  const Eigen::Index count = q.count(), d = q.d(), dv = v.d();
+  // Whole heads of up to kWholeHeadRows rows as one block, as fast_elu_linear_attention (why: there).
+  constexpr Eigen::Index kWholeHeadRows = 2048;
+  const auto block_rows = [](Eigen::Index n) {
+    return n <= kWholeHeadRows ? std::max<Eigen::Index>(n, 1) : kFastRowBlock;
+  };
+  const detail::RowBlocks keys{k.n(), block_rows(k.n())}, queries{q.n(), block_rows(q.n())};
+  // Pass 1: per key block, [exp(K_j - m_j)^T V_j, m_j, column sums], (d, d_v + 2); m_j the block's column
+  // maxima, so every exponent is <= 0 and each column has a term exactly 1.
+  const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
+    Mat<T> e = k[h].middleRows(j0, b);
+    Mat<T> s(d, dv + 2);
+    for (Eigen::Index c = 0; c < d; ++c) {  // column by column: Eigen vectorises exp() down a contiguous column
+      auto col = e.col(c);
+      s(c, dv) = col.maxCoeff();
+      s(c, dv + 1) = exp_shifted_inplace(col, s(c, dv));
+    }
+    s.leftCols(dv).noalias() = e.transpose() * v[h].middleRows(j0, b);
+    return s;
+  });
+  // Pass 2, per head: blocks merged relative to each feature's overall maximum, in block order; the context
+  // softmax_col(K)^T V = (merged sums)^-1 (merged products), (d, d_v).
+  std::vector<Mat<T>> ctx(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static)
+  for (Eigen::Index h = 0; h < count; ++h) {
+    const auto first = static_cast<std::size_t>(h * keys.count());
+    Vec<T> col_max = part[first].col(dv);
+    for (Eigen::Index j = 1; j < keys.count(); ++j) col_max = col_max.cwiseMax(part[first + j].col(dv));
+    Mat<T> kv = Mat<T>::Zero(d, dv);
+    Vec<T> sums = Vec<T>::Zero(d);
+    for (Eigen::Index j = 0; j < keys.count(); ++j) {
+      const Mat<T>& p = part[first + static_cast<std::size_t>(j)];
+      const Vec<T> factor = (p.col(dv) - col_max).array().exp().matrix();  // 1 for the block holding the maximum
+      kv.noalias() += factor.asDiagonal() * p.leftCols(dv);
+      sums += factor.cwiseProduct(p.col(dv + 1));
+    }
+    ctx[static_cast<std::size_t>(h)].noalias() = sums.cwiseInverse().asDiagonal() * kv;
+  }
+  // Pass 3: exp(Q_i - row maxima) (b, d), one row per query, times the context; one division per query.
+  auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
+  detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
+    Mat<T> e = q[h].middleRows(i0, b);
+    const Vec<T> sums = exp_rows_inplace(e);
+    Mat<T> unnormalised(b, dv);
+    broadcast_gemm(unnormalised, e, strided_view(ctx[static_cast<std::size_t>(h)]), false);
+    out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * unnormalised;
+  });
+  return out;
+}
+
 #define ATTNLAB_INSTANTIATE_LINEAR(T)                                                              \
   template Mat<T> efficient_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&);               \
   template Mat<T> efficient_attention_matrix(const Mat<T>&, const Mat<T>&);                       \
@@ -214,7 +268,8 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   template Mat<T> unnormalised_attention_linear(const Mat<T>&, const Mat<T>&, const Mat<T>&);     \
   template HeadStack<T> efficient_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&); \
   template HeadStack<T> elu_linear_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&); \
-  template HeadStack<T> fast_elu_linear_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&);
+  template HeadStack<T> fast_elu_linear_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&); \
+  template HeadStack<T> fast_efficient_attention(const HeadStack<T>&, const HeadStack<T>&, const HeadStack<T>&);
 ATTNLAB_INSTANTIATE_LINEAR(float)
 ATTNLAB_INSTANTIATE_LINEAR(double)
 #undef ATTNLAB_INSTANTIATE_LINEAR

@@ -49,4 +49,13 @@ HeadStack<T> elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, 
 template <typename T>
 HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v);
 
+// The fast kernel of efficient_attention() (Shen et al.: softmax_row(Q) (softmax_col(K)^T V)) on every head,
+// in the same three passes: (1) per key block, exp(K_j - its column maxima)^T V_j with those maxima and the
+// column sums; (2) per head, the blocks merged relative to each feature's overall maximum (the online
+// softmax's rescaling: nothing overflows), in block order, divided by the sums: the d x d_v context;
+// (3) per query block, exp(Q_i - row maxima) times the context (broadcast_gemm), divided by the row sums.
+// Checked against the reference in verify/test_fast_attention.cpp.
+template <typename T>
+HeadStack<T> fast_efficient_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v);
+
 }  // namespace attnlab

@@ -55,6 +55,10 @@ HeadStack<T> shen_reference(const HeadStack<T>& q, const HeadStack<T>& k, const 
   return efficient_attention(q, k, v);
 }
 template <typename T>
+HeadStack<T> shen_fast(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v, const Params&, const Draws&) {
+  return fast_efficient_attention(q, k, v);
+}
+template <typename T>
 HeadStack<T> elu_reference(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v, const Params&, const Draws&) {
   return elu_linear_attention(q, k, v);
 }
@@ -118,7 +122,7 @@ std::vector<AttentionMethod> make_methods() {
                    return streaming_attention_cost(n, d, p.key_block, s);
                  }});
   all.push_back({"linear-shen", "Shen et al.'s efficient attention softmax_row(Q) (softmax_col(K)^T V); no scale", {}, false,
-                 no_draws, shen_reference<float>, shen_reference<double>, nullptr, nullptr,
+                 no_draws, shen_reference<float>, shen_reference<double>, shen_fast<float>, shen_fast<double>,
                  [](const Params&, long long n, long long d, std::size_t s) { return efficient_attention_cost(n, d, s); }});
   all.push_back({"linear-elu", "Katharopoulos et al.'s linear attention with phi = elu + 1; no scale", {}, false, no_draws,
                  elu_reference<float>, elu_reference<double>, elu_fast<float>, elu_fast<double>,
