@@ -29,7 +29,7 @@ namespace {
 // Linformer's projected length and Nystrom's landmarks: 64, as the report's runs.
 constexpr Eigen::Index kProjected = 64, kLandmarks = 64;
 // The registry's methods with a fast kernel, by its names; each timed in that kernel.
-const std::vector<std::string> kMethods = {"exact", "streaming", "linear-elu", "linformer", "nystrom"};
+const std::vector<std::string> kMethods = {"exact", "streaming", "linear-elu", "linear-shen", "linformer", "nystrom"};
 // Exact attention's backward (fused_attention_backward: dQ, dK, dV from dO, out and lse), issue 17.
 const std::string kBackward = "exact-backward";
 constexpr Eigen::Index kLongestN = 131072;  // the streaming kernel's longest sequence

@@ -48,6 +48,11 @@ def linear(q, k, v, _):
     return (phi_q @ kv) / den
 
 
+def shen(q, k, v, _):
+    # Shen et al.'s efficient attention: softmax over each query's features, softmax over the keys per feature.
+    return torch.softmax(q, -1) @ (torch.softmax(k, -2).transpose(-1, -2) @ v)
+
+
 def linformer(q, k, v, e):
     # Shared projection E = F (kp x n), as bench_attention's run.
     scale = q.shape[-1] ** -0.5
@@ -97,7 +102,7 @@ def careful_buffers(q, k, v):
     return torch.zeros(*lead, n, k.shape[-2]), torch.zeros(*lead, n, v.shape[-1])
 
 
-METHODS = {"exact": exact, "linear-elu": linear, "linformer": linformer, "nystrom": nystrom}
+METHODS = {"exact": exact, "linear-elu": linear, "linear-shen": shen, "linformer": linformer, "nystrom": nystrom}
 # (impl, method) -> (function, buffers made once per configuration or None)
 PEERS = {("torch", m): (fn, None) for m, fn in METHODS.items()}
 PEERS[("torch-careful", "exact")] = (exact_careful, careful_buffers)
