@@ -231,22 +231,7 @@ HeadStack<T> fast_efficient_attention(const HeadStack<T>& q, const HeadStack<T>&
   });
   // Pass 2, per head: blocks merged relative to each feature's overall maximum, in block order; the context
   // softmax_col(K)^T V = (merged sums)^-1 (merged products), (d, d_v).
-  std::vector<Mat<T>> ctx(static_cast<std::size_t>(count));
-#pragma omp parallel for schedule(static)
-  for (Eigen::Index h = 0; h < count; ++h) {
-    const auto first = static_cast<std::size_t>(h * keys.count());
-    Vec<T> col_max = part[first].col(dv);
-    for (Eigen::Index j = 1; j < keys.count(); ++j) col_max = col_max.cwiseMax(part[first + j].col(dv));
-    Mat<T> kv = Mat<T>::Zero(d, dv);
-    Vec<T> sums = Vec<T>::Zero(d);
-    for (Eigen::Index j = 0; j < keys.count(); ++j) {
-      const Mat<T>& p = part[first + static_cast<std::size_t>(j)];
-      const Vec<T> factor = (p.col(dv) - col_max).array().exp().matrix();  // 1 for the block holding the maximum
-      kv.noalias() += factor.asDiagonal() * p.leftCols(dv);
-      sums += factor.cwiseProduct(p.col(dv + 1));
-    }
-    ctx[static_cast<std::size_t>(h)].noalias() = sums.cwiseInverse().asDiagonal() * kv;
-  }
+  const std::vector<Mat<T>> ctx = detail::merge_softmax_blocks(part, count, keys.count());
   // Pass 3: exp(Q_i - row maxima) (b, d), one row per query, times the context; one division per query.
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {

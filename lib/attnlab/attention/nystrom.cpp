@@ -161,21 +161,12 @@ HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k
   });
   // Pass 2, per head: blocks merged relative to the overall maximum of each landmark row (the
   // online softmax's rescaling, so nothing overflows), in block order; then W = Z (B V), (m, d_v).
+  const std::vector<Mat<T>> bv = detail::merge_softmax_blocks(part, count, keys.count());
   std::vector<Mat<T>> w(static_cast<std::size_t>(count));
 #pragma omp parallel for schedule(static)
   for (Eigen::Index h = 0; h < count; ++h) {
-    const auto first = static_cast<std::size_t>(h * keys.count());
-    Vec<T> row_max = part[first].col(dv);
-    for (Eigen::Index j = 1; j < keys.count(); ++j) row_max = row_max.cwiseMax(part[first + j].col(dv));
-    Mat<T> bv = Mat<T>::Zero(m, dv);
-    Vec<T> sums = Vec<T>::Zero(m);
-    for (Eigen::Index j = 0; j < keys.count(); ++j) {
-      const Mat<T>& p = part[first + static_cast<std::size_t>(j)];
-      const Vec<T> factor = (p.col(dv) - row_max).array().exp().matrix();
-      bv.noalias() += factor.asDiagonal() * p.leftCols(dv);
-      sums += factor.cwiseProduct(p.col(dv + 1));
-    }
-    w[static_cast<std::size_t>(h)].noalias() = z[static_cast<std::size_t>(h)] * (sums.cwiseInverse().asDiagonal() * bv);
+    const auto i = static_cast<std::size_t>(h);
+    w[i].noalias() = z[i] * bv[i];
   }
   // Pass 3: F_i = softmax(Q_i K~^T / sqrt(d)), (b, m) one row per query, times W.
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
