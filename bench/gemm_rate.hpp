@@ -1,7 +1,7 @@
 // The machine's single-precision GEMM rate, the ceiling the benchmarks compare their kernels with
 // (bench_attention, bench_vit). Needs OpenBLAS's cblas.h at compile time and the path of its library in
 // ATTNLAB_OPENBLAS_LIBRARY (CMakeLists.txt sets both for each benchmark that includes this header); the
-// library's kernels use Eigen only.
+// library's kernels never use OpenBLAS (Eigen, and attnlab's own block product, linalg/broadcast_gemm).
 #pragma once
 
 #include <cblas.h>
