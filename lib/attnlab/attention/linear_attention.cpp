@@ -75,6 +75,17 @@ Mat<typename Derived::Scalar> elu_plus_one_vectorised(const Eigen::MatrixBase<De
   return (x.array().max(T(0)) + x.array().min(T(0)).exp()).matrix();
 }
 
+// Rows per block of the two fast linear kernels. A head of at most 2048 rows is one block: a block of all of a
+// column-major head's rows is one contiguous stretch of memory, streamed by the hardware prefetcher, where a
+// block of part of them reads d separate short segments. Issue 17, side by side (b32 h4): 12-25% less time at
+// n 768 to 2048 than with kFastRowBlock rows; longer heads keep kFastRowBlock (2048-row blocks of a long head
+// ran slower: the block's phi and V outgrow the L2 cache). The blocks depend on the shapes alone, never on the
+// threads.
+Eigen::Index linear_block_rows(Eigen::Index n) {
+  constexpr Eigen::Index kWholeHeadRows = 2048;
+  return n <= kWholeHeadRows ? std::max<Eigen::Index>(n, 1) : kFastRowBlock;
+}
+
 }  // namespace
 
 template <typename T>
@@ -159,16 +170,7 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   detail::check_same_heads(q, k, v);
   detail::check_attention_shapes("elu_linear_attention", q[0], k[0], v[0]);
   const Eigen::Index count = q.count(), dv = v.d();
-  // A head of at most kWholeHeadRows rows is one block: a block of all of a column-major head's rows is one
-  // contiguous stretch of memory, streamed by the hardware prefetcher, where a block of part of them reads d
-  // separate short segments. Issue 17, side by side (b32 h4): 12-25% less time at n 768 to 2048 than with
-  // kFastRowBlock rows; longer heads keep kFastRowBlock (2048-row blocks of a long head ran slower: the
-  // block's phi and V outgrow the L2 cache). The blocks depend on the shapes alone, never on the threads.
-  constexpr Eigen::Index kWholeHeadRows = 2048;
-  const auto block_rows = [](Eigen::Index n) {
-    return n <= kWholeHeadRows ? std::max<Eigen::Index>(n, 1) : kFastRowBlock;
-  };
-  const detail::RowBlocks keys{k.n(), block_rows(k.n())}, queries{q.n(), block_rows(q.n())};
+  const detail::RowBlocks keys{k.n(), linear_block_rows(k.n())}, queries{q.n(), linear_block_rows(q.n())};
   // As the reference: where all of a head's K is negative, phi(K) = exp(K - max K) (the output is
   // unchanged by a common positive factor, and exp(K) alone could underflow to all zeros). A head of one
   // block takes its maximum in pass 1, just before mapping the block, which then comes from the cache: a
@@ -210,12 +212,7 @@ HeadStack<T> fast_efficient_attention(const HeadStack<T>& q, const HeadStack<T>&
   detail::check_same_heads(q, k, v);
   detail::check_attention_shapes("efficient_attention", q[0], k[0], v[0]);
   const Eigen::Index count = q.count(), d = q.d(), dv = v.d();
-  // Whole heads of up to kWholeHeadRows rows as one block, as fast_elu_linear_attention (why: there).
-  constexpr Eigen::Index kWholeHeadRows = 2048;
-  const auto block_rows = [](Eigen::Index n) {
-    return n <= kWholeHeadRows ? std::max<Eigen::Index>(n, 1) : kFastRowBlock;
-  };
-  const detail::RowBlocks keys{k.n(), block_rows(k.n())}, queries{q.n(), block_rows(q.n())};
+  const detail::RowBlocks keys{k.n(), linear_block_rows(k.n())}, queries{q.n(), linear_block_rows(q.n())};
   // Pass 1: per key block, [exp(K_j - m_j)^T V_j, m_j, column sums], (d, d_v + 2); m_j the block's column
   // maxima, so every exponent is <= 0 and each column has a term exactly 1.
   const auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
