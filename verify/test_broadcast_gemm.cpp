@@ -111,3 +111,41 @@ TEST_CASE("broadcast_gemm: the sum over the inner dimension runs in order, the s
   for (Eigen::Index p = 0; p < 257; ++p) running += col(0, p);
   CHECK(out(0, 0) == running);
 }
+
+TEST_CASE("broadcast_gemm_tn: C = A^T B and C += A^T B within the dot-product bound; the same bits as broadcast_gemm on A^T") {
+  const std::uint64_t seed = test_seed(20261129);
+  Rng rng(seed);
+  INFO("seed " << seed << ", AVX-512 kernel: " << detail::broadcast_sgemm_available());
+  const float sentinel = 12345.f;
+  for (Eigen::Index m : row_sizes(rng))
+    for (Eigen::Index n : col_sizes(rng)) {
+      // k around the transpose's 16 x 16 blocks as well as random.
+      for (Eigen::Index k : {Eigen::Index{1}, Eigen::Index{16}, Eigen::Index{17}, 1 + static_cast<Eigen::Index>(rng.uniform() * 150)}) {
+        // A as a block of a larger matrix (leading dimension > k), so A^T is read through its columns' stride.
+        const Mat<float> a_big = uniform_float(k + 4, m + 2, rng);
+        const auto a = a_big.block(3, 1, k, m);
+        const Mat<float> b = uniform_float(k, n, rng);
+        const Mat<float> at = a.transpose();
+        for (bool accumulate : {false, true}) {
+          INFO("m=" << m << " n=" << n << " k=" << k << " accumulate=" << accumulate);
+          Mat<float> c_big = Mat<float>::Constant(m + 5, n + 2, sentinel);
+          auto c = c_big.block(3, 1, m, n);
+          c = uniform_float(m, n, rng);
+          const Mat<float> c_start = c;
+          const Mat<double> c0 = accumulate ? Mat<double>(c.cast<double>()) : Mat<double>::Zero(m, n);
+          broadcast_gemm_tn(c, a, strided_view(b), accumulate);
+          ATTNLAB_CHECK_RATIO_LE(error_ratio(c, c0, at.cast<double>(), b.cast<double>()), 1.0,
+                                 "|C - A^T B| / gamma_(k+1) (|C0| + |A^T||B|)");
+          Mat<float> outside = c_big;
+          outside.block(3, 1, m, n).setConstant(sentinel);
+          CHECK((outside.array() == sentinel).all());
+          // attnlab's kernel transposes A and runs broadcast_gemm's tiles: the very same sums, bit for bit.
+          if (detail::broadcast_sgemm_available()) {
+            Mat<float> c_ref = c_start;
+            broadcast_gemm(c_ref, at, strided_view(b), accumulate);
+            CHECK(Mat<float>(c) == c_ref);
+          }
+        }
+      }
+    }
+}

@@ -37,6 +37,10 @@ namespace detail {
 // each tile summed over p = 0, 1, ..., k - 1 in that order: the result does not depend on threads.
 void broadcast_sgemm(Eigen::Index m, Eigen::Index n, Eigen::Index k, const float* a, Eigen::Index lda,
                      const StridedView<float>& b, float* c, Eigen::Index ldc, bool accumulate);
+// The same for c (+)= a^T b, a (k x m, leading dimension lda) with its columns contiguous: each panel of 64
+// columns of a is transposed into a buffer (16 x 16 blocks in registers), then multiplied as above.
+void broadcast_sgemm_tn(Eigen::Index m, Eigen::Index n, Eigen::Index k, const float* a, Eigen::Index lda,
+                        const StridedView<float>& b, float* c, Eigen::Index ldc, bool accumulate);
 // Whether this build has the kernel (compiled with AVX-512F); without it broadcast_gemm uses Eigen.
 bool broadcast_sgemm_available();
 }  // namespace detail
@@ -62,6 +66,31 @@ void broadcast_gemm(Eigen::MatrixBase<DerivedC>& c, const Eigen::MatrixBase<Deri
     c.noalias() += a * bm;
   else
     c.noalias() = a * bm;
+}
+
+// c = a^T b (accumulate = false) or c += a^T b: the products with a transposed left factor (phi(K)^T V and
+// exp(K)^T V in the linear kernels' first pass), a a column-major matrix or block of one. Eigen's product
+// packs a^T as part of every call (a third of its time at 64 x 1024 x 64, perf); this transposes a once per
+// 64-column panel and runs broadcast_gemm's tiles: 2026-11-27, one core, d x n x d_v = 64 x 1024 x 64,
+// side by side: README "Performance".
+template <typename T, typename DerivedC, typename DerivedA>
+void broadcast_gemm_tn(Eigen::MatrixBase<DerivedC>& c, const Eigen::MatrixBase<DerivedA>& a, const StridedView<T>& b,
+                       bool accumulate) {
+  eigen_assert(a.cols() == c.rows() && a.rows() == b.rows && b.cols == c.cols());
+  eigen_assert(a.innerStride() == 1 && c.innerStride() == 1);
+  if constexpr (std::is_same_v<T, float>) {
+    if (detail::broadcast_sgemm_available()) {
+      detail::broadcast_sgemm_tn(c.rows(), c.cols(), a.rows(), a.derived().data(), a.outerStride(), b,
+                                 c.derived().data(), c.outerStride(), accumulate);
+      return;
+    }
+  }
+  const Eigen::Map<const Mat<T>, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>> bm(
+      b.data, b.rows, b.cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(b.col_stride, b.row_stride));
+  if (accumulate)
+    c.noalias() += a.transpose() * bm;
+  else
+    c.noalias() = a.transpose() * bm;
 }
 
 }  // namespace attnlab
