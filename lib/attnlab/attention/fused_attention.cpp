@@ -178,9 +178,10 @@ void backward_key_block(const BackwardHead<T>& h, Eigen::Index head, Eigen::Inde
     recompute_block(h, i0, b_q, j0, b_k, w);
     broadcast_gemm(dv, w.p_kq, strided_view(h.d_out->middleRows(i0, b_q)), true);
     broadcast_gemm(dk, w.ds_kq, strided_view(h.q->middleRows(i0, b_q)), true);
-    // dS_ij K_j before taking the turn, so the wait holds up only the addition (Eigen's product: its left factor
-    // dS_ij^T has no contiguous rows, which broadcast_gemm needs).
-    w.dq_q.noalias() = w.ds_kq.transpose() * h.k->middleRows(j0, b_k);
+    // dS_ij K_j before taking the turn, so the wait holds up only the addition (dS_ij^T is the transposed left
+    // factor: broadcast_gemm_tn transposes it once into its own buffer).
+    w.dq_q.resize(b_q, h.k->cols());
+    broadcast_gemm_tn(w.dq_q, w.ds_kq, strided_view(h.k->middleRows(j0, b_k)), false);
     turns.wait(head, i, j);
     auto dq = h.dq->middleRows(i0, b_q);
     dq += w.dq_q;

@@ -187,7 +187,8 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
     const T m = k_max.empty() ? k_j.maxCoeff() : k_max[static_cast<std::size_t>(h)];
     const Mat<T> phi = m < T(0) ? Mat<T>((k_j.array() - m).exp().matrix()) : elu_plus_one_vectorised(k_j);
     Mat<T> s(phi.cols(), dv + 1);
-    s.leftCols(dv).noalias() = phi.transpose() * v[h].middleRows(j0, b);
+    auto kv = s.leftCols(dv);
+    broadcast_gemm_tn(kv, phi, strided_view(v[h].middleRows(j0, b)), false);
     s.col(dv) = phi.colwise().sum().transpose();
     return s;
   });
@@ -223,7 +224,8 @@ HeadStack<T> fast_efficient_attention(const HeadStack<T>& q, const HeadStack<T>&
       s(c, dv) = col.maxCoeff();
       s(c, dv + 1) = exp_shifted_inplace(col, s(c, dv));
     }
-    s.leftCols(dv).noalias() = e.transpose() * v[h].middleRows(j0, b);
+    auto kv = s.leftCols(dv);
+    broadcast_gemm_tn(kv, e, strided_view(v[h].middleRows(j0, b)), false);
     return s;
   });
   // Pass 2, per head: blocks merged relative to each feature's overall maximum, in block order; the context
