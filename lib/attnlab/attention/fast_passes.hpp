@@ -101,9 +101,8 @@ void softmax_rows_times(const Eigen::MatrixBase<DerivedQ>& q_b, T scale, const E
   Mat<T> s(q_b.rows(), keys.rows());
   broadcast_gemm(s, q_s, strided_view(keys.transpose()), false);
   const Vec<T> sums = exp_rows_inplace(s);
-  Mat<T> unnormalised(q_b.rows(), values.cols());
-  broadcast_gemm(unnormalised, s, strided_view(values), false);
-  out.noalias() = sums.cwiseInverse().asDiagonal() * unnormalised;
+  broadcast_gemm(out, s, strided_view(values), false);  // straight into the output, then divided in place
+  out.array().colwise() *= sums.cwiseInverse().array();
 }
 
 }  // namespace detail

@@ -234,11 +234,11 @@ HeadStack<T> fast_efficient_attention(const HeadStack<T>& q, const HeadStack<T>&
   // Pass 3: exp(Q_i - row maxima) (b, d), one row per query, times the context; one division per query.
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
-    Mat<T> e = q[h].middleRows(i0, b);
-    const Vec<T> sums = exp_rows_inplace(e);
-    Mat<T> unnormalised(b, dv);
-    broadcast_gemm(unnormalised, e, strided_view(ctx[static_cast<std::size_t>(h)]), false);
-    out[h].middleRows(i0, b).noalias() = sums.cwiseInverse().asDiagonal() * unnormalised;
+    Mat<T> e(b, q.d());
+    const Vec<T> sums = exp_rows(e, q[h].middleRows(i0, b));
+    auto out_i = out[h].middleRows(i0, b);  // the products straight into the output, then divided in place
+    broadcast_gemm(out_i, e, strided_view(ctx[static_cast<std::size_t>(h)]), false);
+    out_i.array().colwise() *= sums.cwiseInverse().array();
   });
   return out;
 }

@@ -37,19 +37,29 @@ typename Derived::Scalar exp_shifted_inplace(Eigen::MatrixBase<Derived>& x, type
   return x.sum();
 }
 
-// exp(s - row max) in place for each row of s (queries down the rows: the layout of online_softmax_block_rows,
-// column by column so each step is a vector operation down a contiguous column); returns the row sums, each
-// >= 1 (the maximal term is exactly exp(0)), and the row maxima in *row_max if given. s has >= 1 column.
+// e = exp(src - row max) for each row of src (queries down the rows: the layout of online_softmax_block_rows,
+// column by column so each step is a vector operation down a contiguous column), e of src's shape, and e may
+// be src itself; returns the row sums, each >= 1 (the maximal term is exactly exp(0)), and the row maxima in
+// *row_max if given. src has >= 1 column. Written from src into another matrix, it saves the pass of copying
+// src first (the linear kernels' queries).
+template <typename DerivedE, typename DerivedS>
+Eigen::Matrix<typename DerivedS::Scalar, Eigen::Dynamic, 1> exp_rows(
+    Eigen::MatrixBase<DerivedE>& e, const Eigen::MatrixBase<DerivedS>& src,
+    Eigen::Matrix<typename DerivedS::Scalar, Eigen::Dynamic, 1>* row_max = nullptr) {
+  Eigen::Matrix<typename DerivedS::Scalar, Eigen::Dynamic, 1> m = src.col(0);
+  for (Eigen::Index j = 1; j < src.cols(); ++j) m = m.cwiseMax(src.col(j));
+  for (Eigen::Index j = 0; j < src.cols(); ++j) e.col(j) = (src.col(j) - m).array().exp().matrix();
+  if (row_max != nullptr) *row_max = m;
+  m = e.col(0);  // from here the row sums, added in column order
+  for (Eigen::Index j = 1; j < src.cols(); ++j) m += e.col(j);
+  return m;
+}
+
+// The same in place: s = exp(s - row max).
 template <typename Derived>
 Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> exp_rows_inplace(
     Eigen::MatrixBase<Derived>& s, Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1>* row_max = nullptr) {
-  Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, 1> m = s.col(0);
-  for (Eigen::Index j = 1; j < s.cols(); ++j) m = m.cwiseMax(s.col(j));
-  for (Eigen::Index j = 0; j < s.cols(); ++j) s.col(j) = (s.col(j) - m).array().exp().matrix();
-  if (row_max != nullptr) *row_max = m;
-  m = s.col(0);  // from here the row sums, added in column order
-  for (Eigen::Index j = 1; j < s.cols(); ++j) m += s.col(j);
-  return m;
+  return exp_rows(s, s, row_max);
 }
 
 // One block of keys of the online softmax (Milakov & Gimelshein 2018; FlashAttention), for every
