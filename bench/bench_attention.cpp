@@ -185,9 +185,11 @@ Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
 
 int main(int argc, char** argv) {
   ExperimentCli cli("bench_attention", "issue 6: fast attention kernels timed on the report's grid and long sequences");
-  int repeats = 5;
+  int repeats = kBenchMaxRuns;
   std::string one;
-  cli.add_integer("--repeats", repeats, "at most this many timed runs per configuration, after one warm-up (as many as fit 5 s; median reported), 1 to 1000",
+  cli.add_integer("--repeats", repeats,
+                  fmt::format("at most this many timed runs per configuration, after one warm-up (as many as fit {} s; median reported), 1 to 1000",
+                              kBenchTimingBudgetSeconds),
                   1, 1000, true);
   cli.add_text("--run-one", one, "internal: time one METHOD:BATCH:HEADS:N:D here and print 'seconds runs warmed_up peak_bytes user_s sys_s minor_faults' (the last three per timed run)");
   cli.parse(argc, argv);

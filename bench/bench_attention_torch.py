@@ -33,6 +33,8 @@ EXACT_MEMORY_LIMIT = 8 * 2**30
 # and a first run longer than the budget is the measurement (the CSV's repeats and warmed_up columns);
 # the same value as lib/attnlab/lab/timing.hpp's kBenchTimingBudgetSeconds.
 TIMING_BUDGET_S = 5.0
+# At most this many timed runs (--repeats' default): kBenchMaxRuns in lib/attnlab/lab/timing.hpp.
+MAX_RUNS = 11
 
 
 def exact(q, k, v, _):
@@ -204,7 +206,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", required=True, help="bench_attention's CSV; torch rows are appended to it")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=MAX_RUNS)
     ap.add_argument("--seed", type=int, default=20250311)
     args = ap.parse_args()
     if args.threads < 1 or args.repeats < 1:
