@@ -69,10 +69,12 @@ void broadcast_gemm(Eigen::MatrixBase<DerivedC>& c, const Eigen::MatrixBase<Deri
 }
 
 // c = a^T b (accumulate = false) or c += a^T b: the products with a transposed left factor (phi(K)^T V and
-// exp(K)^T V in the linear kernels' first pass), a a column-major matrix or block of one. Eigen's product
-// packs a^T as part of every call (a third of its time at 64 x 1024 x 64, perf); this transposes a once per
-// 64-column panel and runs broadcast_gemm's tiles: 2026-11-27, one core, d x n x d_v = 64 x 1024 x 64,
-// side by side: README "Performance".
+// exp(K)^T V in the linear kernels' first pass, the backward's dS K), a a column-major matrix or block of one.
+// Eigen's product packs a^T as part of every call (a third of its time in Shen's first pass, perf); this
+// transposes a once per 64-column panel and runs broadcast_gemm's tiles. One core, side by side, the same
+// operands, three runs on a busy afternoon (2026-11-27), GFLOP/s, Eigen -> this: d x n x d = 64 x 1024 x 64
+// 36-46 -> 76-99 (a 4 KiB column stride: Eigen's packing reads across it), 64 x 2048 x 64 52-73 -> 63-99,
+// 32 x 1024 x 32 39-59 -> 50-87, 128 x 128 x 128 53-80 -> 66-108.
 template <typename T, typename DerivedC, typename DerivedA>
 void broadcast_gemm_tn(Eigen::MatrixBase<DerivedC>& c, const Eigen::MatrixBase<DerivedA>& a, const StridedView<T>& b,
                        bool accumulate) {
