@@ -43,6 +43,17 @@ void broadcast_sgemm_tn(Eigen::Index m, Eigen::Index n, Eigen::Index k, const fl
                         const StridedView<float>& b, float* c, Eigen::Index ldc, bool accumulate);
 // Whether this build has the kernel (compiled with AVX-512F); without it broadcast_gemm uses Eigen.
 bool broadcast_sgemm_available();
+
+// The products in double, or without the kernel: c (+)= lhs b by Eigen, b mapped through its strides.
+template <typename T, typename DerivedC, typename Lhs>
+void eigen_block_product(Eigen::MatrixBase<DerivedC>& c, const Lhs& lhs, const StridedView<T>& b, bool accumulate) {
+  const Eigen::Map<const Mat<T>, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>> bm(
+      b.data, b.rows, b.cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(b.col_stride, b.row_stride));
+  if (accumulate)
+    c.noalias() += lhs * bm;
+  else
+    c.noalias() = lhs * bm;
+}
 }  // namespace detail
 
 // c = a b (accumulate = false) or c += a b, where c is a column-major matrix or block of one (rows
@@ -60,12 +71,7 @@ void broadcast_gemm(Eigen::MatrixBase<DerivedC>& c, const Eigen::MatrixBase<Deri
       return;
     }
   }
-  const Eigen::Map<const Mat<T>, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>> bm(
-      b.data, b.rows, b.cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(b.col_stride, b.row_stride));
-  if (accumulate)
-    c.noalias() += a * bm;
-  else
-    c.noalias() = a * bm;
+  detail::eigen_block_product(c, a, b, accumulate);
 }
 
 // c = a^T b (accumulate = false) or c += a^T b: the products with a transposed left factor (phi(K)^T V and
@@ -87,12 +93,7 @@ void broadcast_gemm_tn(Eigen::MatrixBase<DerivedC>& c, const Eigen::MatrixBase<D
       return;
     }
   }
-  const Eigen::Map<const Mat<T>, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>> bm(
-      b.data, b.rows, b.cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(b.col_stride, b.row_stride));
-  if (accumulate)
-    c.noalias() += a.transpose() * bm;
-  else
-    c.noalias() = a.transpose() * bm;
+  detail::eigen_block_product(c, a.transpose(), b, accumulate);
 }
 
 }  // namespace attnlab
