@@ -28,8 +28,9 @@ struct BudgetedTiming {
 inline constexpr double kBenchTimingBudgetSeconds = 5.0;
 // At most this many timed runs per configuration (bench_attention's --repeats default; the PyTorch peer's
 // MAX_RUNS is its twin). 11 rather than 5 since 2026-11-27: on this shared machine a millisecond kernel's five
-// runs fit inside one burst of a neighbour's load (two runs that day each had one cell timed at twice its
-// neighbours' time), and a median of 11 outvotes such a burst; `make bench` takes about a minute longer.
+// runs fit inside one slow stretch of the machine (two runs that day each had one cell timed at twice its
+// neighbours' time); a median of 11 outvotes a stretch shorter than half its runs, not one that lasts the whole
+// configuration (0.2-1 s stretches were seen: README "Performance"); `make bench` takes about 1.5 minutes longer.
 inline constexpr int kBenchMaxRuns = 11;
 
 // Times `work` for a benchmark within a budget of about `budget_s` seconds. A first run is timed; if it

@@ -156,7 +156,8 @@ void broadcast_sgemm_tn(Eigen::Index m, Eigen::Index n, Eigen::Index k, const fl
   // Each panel of 64 columns of A is transposed once into a buffer of this thread's (64 x k floats, kept
   // between calls), then multiplied as broadcast_sgemm multiplies: the same tiles, the same order of sums.
   thread_local std::vector<float> packed;
-  packed.resize(static_cast<std::size_t>(kTileRows * std::max<Eigen::Index>(k, 1)));
+  const auto needed = static_cast<std::size_t>(kTileRows * std::max<Eigen::Index>(k, 1));
+  if (packed.size() < needed) packed.resize(needed);  // only grown: a shorter call after a longer one costs nothing
   for (Eigen::Index i0 = 0; i0 < m; i0 += kTileRows) {
     const Eigen::Index rows = std::min(kTileRows, m - i0);
     pack_transposed(a + i0 * lda, lda, k, rows, packed.data());

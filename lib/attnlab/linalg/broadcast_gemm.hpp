@@ -1,7 +1,8 @@
 // C = A B (or C += A B) for the attention kernels' block products: A column-major with its rows
 // contiguous (a block of rows of a column-major matrix), B any strided view (a block of a matrix or of
-// its transpose), C column-major. In float on a CPU with AVX-512, attnlab's own register-blocked kernel
-// (broadcast_gemm.cpp); otherwise, and in double, Eigen's product.
+// its transpose), C column-major; and C = A^T B (broadcast_gemm_tn) for a transposed left factor. In float on
+// a CPU with AVX-512, attnlab's own register-blocked kernel (broadcast_gemm.cpp); otherwise, and in double,
+// Eigen's product.
 //
 // Why not Eigen's GEMM: at the attention kernels' shapes (64 queries x n keys x d = 32 or 64, and
 // 64 x d_v x n) Eigen's sgemm ran at 56-82 GFLOP/s on one core here, where the core's FMA peak is
