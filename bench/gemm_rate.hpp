@@ -60,24 +60,37 @@ class GemmProbe {
   GemmProbe(Eigen::Index s, int threads, Rng& rng)
       : a_(gaussian_matrix<float>(s, s, rng)), b_(gaussian_matrix<float>(s, s, rng)), c_(s, s), threads_(threads) {}
 
-  // {Eigen, OpenBLAS} rates, each the median of `repeats` runs (after one untimed warm-up run when warm_up).
-  std::pair<double, double> rates(int repeats, bool warm_up = true) {
+  // The two libraries whose sgemm the probe measures.
+  enum class Library { eigen, openblas };
+
+  // One library's rate, the median of `repeats` runs (after one untimed warm-up run when warm_up).
+  double rate(Library library, int repeats, bool warm_up = true) {
     const Eigen::Index s = a_.rows();
     const double flops = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
-    Eigen::setNbThreads(threads_);
-    const double eigen_s = median_seconds([&] { c_.noalias() = a_ * b_; }, repeats, warm_up);
-    Eigen::setNbThreads(1);
-    const OpenBlas& blas = openblas();
-    blas.set_num_threads(threads_);
-    const int si = static_cast<int>(s);
-    const double blas_s = median_seconds(
-        [&] {
-          blas.sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, si, si, si, 1.0f, a_.data(), si, b_.data(), si, 0.0f,
-                     c_.data(), si);
-        },
-        repeats, warm_up);
+    double seconds = 0;
+    if (library == Library::eigen) {
+      Eigen::setNbThreads(threads_);
+      seconds = median_seconds([&] { c_.noalias() = a_ * b_; }, repeats, warm_up);
+      Eigen::setNbThreads(1);
+    } else {
+      const OpenBlas& blas = openblas();
+      blas.set_num_threads(threads_);
+      const int si = static_cast<int>(s);
+      seconds = median_seconds(
+          [&] {
+            blas.sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, si, si, si, 1.0f, a_.data(), si, b_.data(), si, 0.0f,
+                       c_.data(), si);
+          },
+          repeats, warm_up);
+    }
     keep_alive(c_);
-    return {flops / eigen_s * 1e-9, flops / blas_s * 1e-9};
+    return flops / seconds * 1e-9;
+  }
+
+  // {Eigen, OpenBLAS} rates, each the median of `repeats` runs (after one untimed warm-up run when warm_up).
+  std::pair<double, double> rates(int repeats, bool warm_up = true) {
+    const double eigen = rate(Library::eigen, repeats, warm_up);
+    return {eigen, rate(Library::openblas, repeats, warm_up)};
   }
 
   int threads() const { return threads_; }
@@ -102,6 +115,24 @@ inline std::pair<double, double> full_ceiling(GemmProbe& probe, bool quick, cons
 // The brief measurement between two rows of a benchmark: a warm-up and 3 runs. The warm-up matters: right
 // after a bench_attention child exits, 1 of 8 cold measurements here ran at half the rate, none of 8 warm.
 inline std::pair<double, double> beside_ceiling(GemmProbe& probe) { return probe.rates(3); }
+
+// The library of the two that a full measurement ({Eigen, OpenBLAS} rates) found faster, and its rate.
+inline GemmProbe::Library faster_library(std::pair<double, double> rates) {
+  return rates.second >= rates.first ? GemmProbe::Library::openblas : GemmProbe::Library::eigen;
+}
+inline const char* library_name(GemmProbe::Library library) {
+  return library == GemmProbe::Library::eigen ? "eigen" : "openblas";
+}
+inline double rate_of(std::pair<double, double> rates, GemmProbe::Library library) {
+  return library == GemmProbe::Library::eigen ? rates.first : rates.second;
+}
+
+// beside_ceiling for one library: bench_attention's measurement between configurations, of the library
+// found faster at the start of its run. Why one: the other library's rate never set a row's ceiling (OpenBLAS
+// was 1.23x Eigen or more around every one of 101 configurations on 2026-11-27, and in every run before),
+// and measuring it too cost 0.45 s per configuration, about 1.4 minutes of a make bench that times most
+// configurations twice (kBenchPasses). Both are still measured in full at the start and the end.
+inline double beside_rate(GemmProbe& probe, GemmProbe::Library library) { return probe.rate(library, 3); }
 
 // The ceiling of one row, measured side by side with it: `before` and `after` are the {Eigen, OpenBLAS}
 // rates measured just before and just after the row. Why both: on a shared machine a neighbour's load comes

@@ -93,6 +93,16 @@ def unsteady_note(r):
     return f"; **sgemm {a:.0f} -> {b:.0f} GFLOP/s around it, {spread:.0%} apart: not reliable**"
 
 
+def library_phrase(rows):
+    """Which library's sgemm the rows' ceilings are: one named by the CSV's gemm_library (the faster at the start),
+    or, for a CSV from before that column, the faster of the two around each row."""
+    names = sorted({r["gemm_library"] for r in rows if r.get("gemm_library")})
+    if len(names) == 1:
+        label = {"openblas": "OpenBLAS", "eigen": "Eigen"}.get(names[0], names[0])
+        return f"{label}'s, the faster of Eigen and OpenBLAS at the start of the run"
+    return "Eigen's or OpenBLAS's, whichever is faster"
+
+
 def beside_sentence(ours):
     """How the rows' ceilings were measured and which rows are flagged ('' for a CSV from before)."""
     rows = list(ours.values())
@@ -101,7 +111,7 @@ def beside_sentence(ours):
     rates = sorted(float(r["gemm_gflops"]) for r in rows)
     flagged = [k for k, r in ours.items() if unsteady(r) is not None]
     text = (f" Each configuration is set against the better of the sgemm rates measured just before and just after it "
-            f"(Eigen's or OpenBLAS's, whichever is faster; {rates[0]:.0f} to {rates[-1]:.0f} GFLOP/s over the run, "
+            f"({library_phrase(rows)}; {rates[0]:.0f} to {rates[-1]:.0f} GFLOP/s over the run, "
             f"median {median_ceiling(rows):.0f})")
     if flagged:
         names = ", ".join(f"{k[0]} b{k[1]} h{k[2]} n{k[3]} d{k[4]}" for k in flagged)
@@ -299,6 +309,24 @@ def profile_table(profile):
     return out
 
 
+def passes_sentence(rows):
+    """What the second pass did (the CSV's passes and pass_medians_s; lib/attnlab/lab/timing.hpp's kBenchPasses)."""
+    twice = [r for r in rows if int(r.get("passes", "1")) > 1]
+    if not twice:
+        return " No configuration was timed in a second pass."
+    by_impl = {}
+    for r in twice:
+        medians = [float(x) for x in r["pass_medians_s"].split()]
+        n_twice, n_second, worst = by_impl.get(r["impl"], (0, 0, 1.0))
+        by_impl[r["impl"]] = (n_twice + 1, n_second + (medians[1] < medians[0]),
+                              max(worst, max(medians) / min(medians)))
+    parts = [f"{impl} {n} ({second} lower in the second; the two medians at most {worst:.2f}x apart)"
+             for impl, (n, second, worst) in by_impl.items()]
+    return (" A configuration whose runs stopped at that cap (all of them shorter than 5 s together) was timed again in a "
+            "second pass over the configurations, and the lower of its two medians is the one shown (pass_medians_s has "
+            "both): " + ", ".join(parts) + ".")
+
+
 def cold_runs(rows):
     """Which configurations were timed by one run without a warm-up (the CSV's warmed_up = 0)."""
     cold = [f"{r['method']} {r['impl']} b{r['batch']} h{r['heads']} n{r['n']} d{r['d']}"
@@ -426,6 +454,19 @@ def ceiling_phrase(ours):
     return f"sgemm ceiling {float(rows[0]['gemm_gflops']):.0f} GFLOP/s in the same run"
 
 
+def start_rates(results, first):
+    """' at the start: Eigen X GFLOP/s, OpenBLAS Y GFLOP/s' from bench_attention_ceiling.csv's start row, or, for
+    a CSV from before that table, around the first configuration (its own two columns); '' when neither is there."""
+    try:
+        at = {r["when"]: r for r in read(os.path.join(results, "bench_attention_ceiling.csv"))}
+        eigen, blas, where = float(at["start"]["eigen_gemm_gflops"]), float(at["start"]["openblas_gemm_gflops"]), "at the start"
+    except (OSError, KeyError, ValueError):
+        if "eigen_gemm_gflops" not in first:
+            return ""
+        eigen, blas, where = float(first["eigen_gemm_gflops"]), float(first["openblas_gemm_gflops"]), "around its first configuration"
+    return f" {where}: Eigen {eigen:.1f} GFLOP/s, OpenBLAS {blas:.1f} GFLOP/s"
+
+
 def ceiling_drift(results, beside_rows=False):
     """(sentence, problem) on the rates measured at the start and at the end of the run (bench_attention_ceiling.csv):
     the sentence states both and flags the run when they are more than CEILING_DRIFT apart; problem is a message
@@ -526,10 +567,10 @@ def main():
           "`bench_vit_torch.csv` (written by `make bench`); "
           "do not edit by hand.", "",
           f"float, {first['threads']} threads, median of the timed runs after a warm-up (as many as fit 5 s, at most "
-          f"{max(int(r['repeats']) for r in rows)}: the repeats column); a configuration whose first run took longer "
-          f"than 5 s is timed by that run alone, without a warm-up ({cold_runs(rows)}). sgemm ceiling measured in the same run"
-          f"{' (around its first configuration)' if beside_text else ''}: Eigen {float(first['eigen_gemm_gflops']):.1f} GFLOP/s, OpenBLAS "
-          f"{float(first['openblas_gemm_gflops']):.1f} GFLOP/s." + beside_text + drift_text + " "
+          f"{max(int(r['repeats']) for r in rows)} per pass: the repeats column); a configuration whose first run took longer "
+          f"than 5 s is timed by that run alone, without a warm-up ({cold_runs(rows)}).{passes_sentence(rows)} "
+          "sgemm ceiling measured in the same run"
+          f"{start_rates(args.results, first)}." + beside_text + drift_text + " "
           "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
           "peak MiB is the resident memory the configuration added (inputs, workspace, outputs)." + roofline_sentence(first), "",
           "## Targets (issues 6, 14 and 17)", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]

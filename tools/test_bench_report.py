@@ -4,7 +4,7 @@ memory rate moved by more than CEILING_DRIFT between the start and the end of be
 it is not, and a missing file, a missing row or a non-finite or non-positive rate are told apart; when every row has
 its own ceiling measured around it, only the bandwidth is flagged. The ceilings beside each configuration: a row
 whose two measurements are more than CEILING_DRIFT apart is flagged, by name, in the sentence, in its table cell and
-in a target judged on it. Synthetic tables in a temporary directory, never in results/.
+in a target judged on it. The second pass's sentence counts what it timed. Synthetic tables in a temporary directory, never in results/.
 
 usage: tools/test_bench_report.py
 """
@@ -88,6 +88,22 @@ def check_beside(limit):
           f"per-row ceilings: a bandwidth drift is flagged: {text!r}")
 
 
+def check_passes():
+    """The second pass's sentence: counts per implementation, how many were lower in the second pass, the widest
+    gap between two medians; rows of one pass, or a CSV from before the passes, say that none was timed twice."""
+    twice = [dict(attnlab_row("exact", 1024, 100.0, 200.0, 200.0), passes="2", pass_medians_s="0.03 0.05"),
+             dict(attnlab_row("exact", 2048, 100.0, 200.0, 200.0), passes="2", pass_medians_s="0.06 0.04"),
+             dict(attnlab_row("exact", 2048, 100.0, 200.0, 200.0), impl="torch", passes="2", pass_medians_s="1.0 1.1"),
+             dict(attnlab_row("streaming", 131072, 100.0, 200.0, 200.0), passes="1", pass_medians_s="25.0")]
+    text = bench_report.passes_sentence(twice)
+    check("attnlab 2 (1 lower in the second; the two medians at most 1.67x apart)" in text
+          and "torch 1 (0 lower in the second; the two medians at most 1.10x apart)" in text,
+          f"the second pass is counted per implementation: {text!r}")
+    for rows in (twice[3:], [attnlab_row("exact", 1024, 100.0, 200.0, 200.0)]):
+        check("No configuration was timed in a second pass" in bench_report.passes_sentence(rows),
+              "rows of one pass (or without the columns) say so")
+
+
 def table_rows(start, end):
     """Rows for (gemm, memory) at the start and at the end; Eigen's and OpenBLAS's rates both the gemm rate."""
     return HEADER + "".join(f"{w},{g},{g},{g},{m}\n" for w, (g, m) in (("start", start), ("end", end)))
@@ -118,6 +134,7 @@ def main():
         text, problem = drift(body)
         check(problem is not None and "bench_attention_ceiling.csv" in problem, f"{what} is an error ({problem})")
     check_beside(limit)
+    check_passes()
     print(f"test_bench_report: {len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 
