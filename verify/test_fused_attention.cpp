@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "attention_test_support.hpp"
 #include "attnlab/attention/fused_attention.hpp"
@@ -82,4 +84,55 @@ TEST_CASE("fused attention: logits of 1e6 stay finite, bad arguments throw") {
   CHECK_THROWS_AS(fused_attention(q, k, v, -1), std::invalid_argument);
   CHECK_THROWS_AS(fused_attention(q, Mat<float>(k.leftCols(7)), v), std::invalid_argument);
   CHECK_THROWS_AS(fused_attention(q, k, Mat<float>(v.topRows(299))), std::invalid_argument);
+}
+
+TEST_CASE("fused_attention_into: the same bits into a new, a reused or the query's own storage; bad outputs throw") {
+  const std::uint64_t seed = kAttentionTestSeed + 9;
+  Rng rng(seed);
+  INFO("seed " << seed);
+  std::vector<Eigen::Index> sizes = fused_sizes(rng);
+  for (Eigen::Index n : sizes)
+    for (Eigen::Index block : {Eigen::Index(0), Eigen::Index(3), kFusedKeyBlock}) {
+      const Eigen::Index d = 1 + static_cast<Eigen::Index>(rng.uniform() * 20);
+      const Mat<float> q = gaussian_matrix<float>(n, d, rng), k = gaussian_matrix<float>(n + 2, d, rng),
+                       v = gaussian_matrix<float>(n + 2, d, rng);
+      INFO("n=" << n << " d=" << d << " key_block=" << block);
+      const Mat<float> expected = fused_attention(q, k, v, block);
+      Mat<float> fresh;  // empty: resized
+      fused_attention_into(fresh, q, k, v, block);
+      CHECK(fresh == expected);
+      // Reused: the same storage, every entry overwritten (a sentinel left anywhere would differ).
+      Mat<float> reused = Mat<float>::Constant(n, d, std::numeric_limits<float>::quiet_NaN());
+      const float* storage = reused.data();
+      fused_attention_into(reused, q, k, v, block);
+      CHECK(reused.data() == storage);
+      CHECK(reused == expected);
+      // Over the queries: each block's output rows are written after its queries were read.
+      Mat<float> over = q;
+      fused_attention_into(over, over, k, v, block);
+      CHECK(over == expected);
+    }
+  // A stack, in place, as each head alone.
+  HeadStack<double> q(2, 2, 2 * kFusedQueryBlock + 1, 6), k = q, v = q;
+  for (Eigen::Index i = 0; i < q.count(); ++i) {
+    q[i] = gaussian_matrix<double>(q.n(), q.d(), rng);
+    k[i] = gaussian_matrix<double>(q.n(), q.d(), rng);
+    v[i] = gaussian_matrix<double>(q.n(), q.d(), rng);
+  }
+  const HeadStack<double> expected = fused_attention(q, k, v, kFusedKeyBlock);
+  HeadStack<double> over = q;
+  fused_attention_into(over, over, k, v, kFusedKeyBlock);
+  for (Eigen::Index i = 0; i < q.count(); ++i) CHECK(over[i] == expected[i]);
+  // The output cannot be q when v's width differs (q is left as it was), nor k or v.
+  const Mat<float> k2 = gaussian_matrix<float>(9, 4, rng), v2 = gaussian_matrix<float>(9, 3, rng);
+  Mat<float> q2 = gaussian_matrix<float>(5, 4, rng);
+  const Mat<float> before = q2;
+  CHECK_THROWS_AS(fused_attention_into(q2, q2, k2, v2), std::invalid_argument);
+  CHECK(q2 == before);
+  Mat<float> k3 = k2, v3 = gaussian_matrix<float>(9, 4, rng);
+  CHECK_THROWS_AS(fused_attention_into(k3, q2, k3, v3), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention_into(v3, q2, k3, v3), std::invalid_argument);
+  HeadStack<double> q4(1, 1, 5, 4), k4(1, 1, 7, 4), v4(1, 1, 7, 3);
+  CHECK_THROWS_AS(fused_attention_into(q4, q4, k4, v4), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention_into(k4, q4, k4, v4), std::invalid_argument);
 }

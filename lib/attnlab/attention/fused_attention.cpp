@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -256,6 +257,38 @@ HeadStack<T> fused_attention(const HeadStack<T>& q, const HeadStack<T>& k, const
 }
 
 template <typename T>
+void fused_attention_into(Mat<T>& out, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index key_block) {
+  detail::check_attention_shapes("fused_attention_into", q, k, v);
+  check_key_block(key_block);
+  // Other blocks read every row of K and V while this one's output is written.
+  if (&out == &k || &out == &v) throw std::invalid_argument("fused_attention_into: the output must not be k or v");
+  if (out.rows() != q.rows() || out.cols() != v.cols()) {
+    // Resizing q would lose the queries before they are read.
+    if (&out == &q)
+      throw std::invalid_argument("fused_attention_into: the output is q, but q has " + std::to_string(q.cols()) +
+                                  " columns and the output needs v's " + std::to_string(v.cols()));
+    out.resize(q.rows(), v.cols());
+  }
+  fused_heads(&q, &k, &v, &out, 1, key_block);
+}
+
+template <typename T>
+void fused_attention_into(HeadStack<T>& out, const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                          Eigen::Index key_block) {
+  detail::check_same_heads(q, k, v);
+  detail::check_attention_shapes("fused_attention_into", q[0], k[0], v[0]);
+  check_key_block(key_block);
+  if (&out == &k || &out == &v) throw std::invalid_argument("fused_attention_into: the output must not be k or v");
+  if (out.batch() != q.batch() || out.heads() != q.heads() || out.n() != q.n() || out.d() != v.d()) {
+    if (&out == &q)
+      throw std::invalid_argument("fused_attention_into: the output is q, but q's heads have " + std::to_string(q.d()) +
+                                  " columns and the output needs v's " + std::to_string(v.d()));
+    out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), v.d());
+  }
+  fused_heads(&q[0], &k[0], &v[0], &out[0], q.count(), key_block);
+}
+
+template <typename T>
 Mat<T> fused_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index key_block, Vec<T>& lse) {
   detail::check_attention_shapes("fused_attention", q, k, v);
   check_key_block(key_block);
@@ -307,6 +340,12 @@ template StackGradients<float> fused_attention_backward(const HeadStack<float>&,
 template StackGradients<double> fused_attention_backward(const HeadStack<double>&, const HeadStack<double>&,
                                                          const HeadStack<double>&, const HeadStack<double>&,
                                                          const std::vector<Vec<double>>&, const HeadStack<double>&);
+template void fused_attention_into(Mat<float>&, const Mat<float>&, const Mat<float>&, const Mat<float>&, Eigen::Index);
+template void fused_attention_into(Mat<double>&, const Mat<double>&, const Mat<double>&, const Mat<double>&, Eigen::Index);
+template void fused_attention_into(HeadStack<float>&, const HeadStack<float>&, const HeadStack<float>&,
+                                   const HeadStack<float>&, Eigen::Index);
+template void fused_attention_into(HeadStack<double>&, const HeadStack<double>&, const HeadStack<double>&,
+                                   const HeadStack<double>&, Eigen::Index);
 template Mat<float> fused_attention(const Mat<float>&, const Mat<float>&, const Mat<float>&, Eigen::Index);
 template Mat<double> fused_attention(const Mat<double>&, const Mat<double>&, const Mat<double>&, Eigen::Index);
 template HeadStack<float> fused_attention(const HeadStack<float>&, const HeadStack<float>&, const HeadStack<float>&,

@@ -36,6 +36,21 @@ template <typename T>
 HeadStack<T> fused_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                              Eigen::Index key_block = 0);
 
+// The same forward (bit for bit the same output) written into the caller's `out`, which may be `q` itself.
+// A distinct `out` is resized to (n_q, d_v) unless it has that shape (then its storage is reused); `out` == `q`
+// must have that shape already (d_v = d), else std::invalid_argument and q is left as it was; `out` may not be k
+// or v (std::invalid_argument: every block reads all of them). Overwriting q is
+// safe because each block of queries is copied into its thread's workspace before that block's output rows
+// are written, and no other block reads them. Why: a loop of calls that reuses one output takes no fresh pages
+// per call (README "Performance": with glibc's default heap settings the output's page faults were half the
+// linear kernels' time), and a forward over Q holds Q, K and V alone, 3 n d numbers instead of 4 (issue 17's
+// streaming row at n = 131072: the inputs and a separate output are 128 MiB by themselves).
+template <typename T>
+void fused_attention_into(Mat<T>& out, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index key_block = 0);
+template <typename T>
+void fused_attention_into(HeadStack<T>& out, const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
+                          Eigen::Index key_block = 0);
+
 // The same forward (bit for bit the same output), also writing what the backward needs: lse (n_q),
 // lse(i) = m_i + log l_i, the log of query i's softmax normaliser over its scaled scores (m_i their
 // maximum, l_i = sum_j exp(s_ij - m_i) >= 1), so that P_ij = exp(s_ij - lse_i) can be recomputed.
