@@ -32,7 +32,10 @@ constexpr Eigen::Index kProjected = 64, kLandmarks = 64;
 const std::vector<std::string> kMethods = {"exact", "streaming", "linear-elu", "linear-shen", "linformer", "nystrom"};
 // Exact attention's backward (fused_attention_backward: dQ, dK, dV from dO, out and lse), issue 17.
 const std::string kBackward = "exact-backward";
-constexpr Eigen::Index kLongestN = 131072;  // the streaming kernel's longest sequence
+// The streaming kernel writing its output over Q (fused_attention_into(q, q, k, v)): issue 17's memory
+// target at the longest sequence, where Q, K, V and a separate output would be 128 MiB by themselves.
+const std::string kInPlace = "streaming-inplace";
+constexpr Eigen::Index kLongestN = 131072;  // the streaming kernel's longest sequence, in place
 // Each configuration times as many runs as fit this budget after its warm-up (the warm-up's duration
 // decides), at least 1 and at most --repeats: a 1 ms configuration is timed --repeats times, a 3 s one
 // once after its warm-up, and one whose first run takes longer than the budget (25 s) is timed by that
@@ -55,7 +58,8 @@ struct Config {
     std::getline(in, c.method, ':');
     in >> c.batch >> sep[0] >> c.heads >> sep[1] >> c.n >> sep[2] >> c.d;
     if (!in || !in.eof() || c.batch < 1 || c.heads < 1 || c.n < 1 || c.d < 1 ||
-        (std::find(kMethods.begin(), kMethods.end(), c.method) == kMethods.end() && c.method != kBackward))
+        (std::find(kMethods.begin(), kMethods.end(), c.method) == kMethods.end() && c.method != kBackward &&
+         c.method != kInPlace))
       throw std::invalid_argument("--run-one: '" + spec + "' is not METHOD:BATCH:HEADS:N:D");
     return c;
   }
@@ -63,7 +67,8 @@ struct Config {
 
 // The report's grid (batch 32, heads 4) and long sequences with batch * heads = 1; every method
 // reaches n = 32768 (the fused exact kernel holds 64 x n scores per thread, not n x n), and the streaming
-// kernel alone n = 131072 (issue 17's memory target; about 25 s a run here).
+// kernel alone n = 131072, writing over Q (issue 17's memory target; about 25 s a run here; with --quick at
+// the longest quick n).
 std::vector<Config> configurations(bool quick) {
   const Eigen::Index batch = quick ? 2 : 32, heads = quick ? 2 : 4;
   const std::vector<Eigen::Index> grid_n = quick ? std::vector<Eigen::Index>{128, 256}
@@ -77,7 +82,7 @@ std::vector<Config> configurations(bool quick) {
       for (const auto& m : kMethods) all.push_back({m, batch, heads, n, d});
   for (Eigen::Index n : long_n)
     for (const auto& m : kMethods) all.push_back({m, 1, 1, n, 64});
-  if (!quick) all.push_back({"streaming", 1, 1, kLongestN, 64});
+  all.push_back({kInPlace, 1, 1, quick ? long_n.back() : kLongestN, 64});
   // The backward at issue 17's sizes: the grid's n >= 1024 at d 64, and long sequences up to n = 32768
   // (where O(n^2) memory would be 4 GiB a matrix).
   for (Eigen::Index n : quick ? std::vector<Eigen::Index>{256} : std::vector<Eigen::Index>{1024, 2048})
@@ -104,7 +109,7 @@ MethodParams params_at(Eigen::Index n) {
 // products fused_attention_backward does.
 double counted_flops(const std::string& method, Eigen::Index n, Eigen::Index d) {
   if (method == kBackward) return 10.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(d);
-  return 2 * attention_method(method).cost(params_at(n), n, d, sizeof(float)).multiply_adds;
+  return 2 * attention_method(method == kInPlace ? "streaming" : method).cost(params_at(n), n, d, sizeof(float)).multiply_adds;
 }
 
 // The fewest bytes one head must move, the roofline's denominator: the forward reads Q, K and V and writes
@@ -119,13 +124,18 @@ double minimal_bytes(const std::string& method, Eigen::Index n, Eigen::Index d) 
 // (derive_seed(seed, which * count + i)), so the heads are drawn in parallel and the numbers do not depend on
 // the thread count. Why parallel: drawing the inputs was a fifth of a grid configuration's process, and the
 // grid's short configurations run twice (kBenchPasses).
+// Each head is filled in place, column by column as gaussian_matrix fills its result: assigning a temporary
+// matrix held two copies of a head for a moment, which the configuration's peak memory counted (at b1 h1
+// n 131072 the last input's temporary made the in-place forward's peak 128.4 MiB, not Q, K and V's 96).
 Stack gaussian_heads(const Config& c, std::uint64_t seed, std::uint64_t which) {
-  Stack s(c.batch, c.heads, c.n, c.d);
+  Stack s = Stack::uninitialized(c.batch, c.heads, c.n, c.d);
   const Eigen::Index count = s.count();
 #pragma omp parallel for schedule(static)
   for (Eigen::Index i = 0; i < count; ++i) {
     Rng rng(derive_seed(seed, which * static_cast<std::uint64_t>(count) + static_cast<std::uint64_t>(i)));
-    s[i] = gaussian_matrix<float>(c.n, c.d, rng);
+    Mat<float>& head = s[i];
+    for (Eigen::Index col = 0; col < head.cols(); ++col)
+      for (Eigen::Index row = 0; row < head.rows(); ++row) head(row, col) = static_cast<float>(rng.normal());
   }
   return s;
 }
@@ -147,8 +157,8 @@ Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
   if (!reset_peak_rss()) throw std::runtime_error("cannot reset the peak resident set (/proc/self/clear_refs)");
   // The same inputs for every method at one (batch, heads, n, d), and in both passes.
   const std::uint64_t inputs_seed = derive_seed(seed, static_cast<std::uint64_t>(c.n * 4096 + c.d * 64 + c.batch));
-  const Stack q = gaussian_heads(c, inputs_seed, 0), k = gaussian_heads(c, inputs_seed, 1),
-              v = gaussian_heads(c, inputs_seed, 2);
+  Stack q = gaussian_heads(c, inputs_seed, 0);  // not const: the in-place form writes over it
+  const Stack k = gaussian_heads(c, inputs_seed, 1), v = gaussian_heads(c, inputs_seed, 2);
   Rng rng(derive_seed(inputs_seed, 3));  // the methods' draws
   std::function<void()> timed, check;
   // The forward: the method's fast kernel. The backward: out and lse from the fused forward (not timed), a
@@ -174,6 +184,14 @@ Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
       for (Eigen::Index i = 0; i < q.count(); ++i)
         if (!grads->dq[i].allFinite() || !grads->dk[i].allFinite() || !grads->dv[i].allFinite())
           throw NonFiniteError(c.method + " produced a non-finite gradient at " + c.spec());
+    };
+  } else if (c.method == kInPlace) {
+    // Each run's queries are the previous run's output: the same arithmetic on other numbers (convex
+    // combinations of V's rows, so finite and of V's scale).
+    timed = [&] { fused_attention_into(q, q, k, v, params.key_block); };
+    check = [&] {
+      for (Eigen::Index i = 0; i < q.count(); ++i)
+        if (!q[i].allFinite()) throw NonFiniteError(c.method + " produced a non-finite output at " + c.spec());
     };
   } else {
     method = &attention_method(c.method);

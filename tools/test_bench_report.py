@@ -4,7 +4,8 @@ memory rate moved by more than CEILING_DRIFT between the start and the end of be
 it is not, and a missing file, a missing row or a non-finite or non-positive rate are told apart; when every row has
 its own ceiling measured around it, only the bandwidth is flagged. The ceilings beside each configuration: a row
 whose two measurements are more than CEILING_DRIFT apart is flagged, by name, in the sentence, in its table cell and
-in a target judged on it. The second pass's sentence counts what it timed. Synthetic tables in a temporary directory, never in results/.
+in a target judged on it. The second pass's sentence counts what it timed; the longest sequence's row is judged on the
+in-place streaming row when there is one. Synthetic tables in a temporary directory, never in results/.
 
 usage: tools/test_bench_report.py
 """
@@ -104,6 +105,21 @@ def check_passes():
               "rows of one pass (or without the columns) say so")
 
 
+def check_long_row():
+    """Issue 17's longest-sequence row: judged on the in-place streaming row when there is one (Q, K and V alone
+    96 MiB), on the out-of-place one in a CSV from before it (Q, K, V and output 128 MiB), never on both."""
+    def long_rows(method, peak):
+        r = dict(attnlab_row(method, bench_report.LONG_N_17, 150.0, 200.0, 200.0), batch="1", heads="1",
+                 peak_mib=str(peak))
+        return {bench_report.key(r): r}
+    old = [l for l in bench_report.targets_17(long_rows("streaming", 128.9), {}, {}) if "n131072" in l]
+    check(len(old) == 1 and "output alone 128 MiB" in old[0] and "**not met**" in old[0], f"out of place: {old}")
+    both = {**long_rows("streaming", 128.9), **long_rows("streaming-inplace", 97.0)}
+    new = [l for l in bench_report.targets_17(both, {}, {}) if "n131072" in l]
+    check(len(new) == 1 and "written over Q" in new[0] and "alone 96 MiB" in new[0] and "97.0 MiB" in new[0]
+          and new[0].rstrip().endswith("| met |"), f"in place: {new}")
+
+
 def table_rows(start, end):
     """Rows for (gemm, memory) at the start and at the end; Eigen's and OpenBLAS's rates both the gemm rate."""
     return HEADER + "".join(f"{w},{g},{g},{g},{m}\n" for w, (g, m) in (("start", start), ("end", end)))
@@ -135,6 +151,7 @@ def main():
         check(problem is not None and "bench_attention_ceiling.csv" in problem, f"{what} is an error ({problem})")
     check_beside(limit)
     check_passes()
+    check_long_row()
     print(f"test_bench_report: {len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 

@@ -96,8 +96,8 @@ TEST_CASE("bench_attention --quick writes the issue's columns, every method, fin
     methods.insert(rows[i][0]);
     long_sequence = long_sequence || (rows[i][2] == "1" && rows[i][3] == "1");
   }
-  CHECK(methods == std::set<std::string>{"exact", "streaming", "linear-elu", "linear-shen", "linformer", "nystrom",
-                                         "exact-backward"});
+  CHECK(methods == std::set<std::string>{"exact", "streaming", "streaming-inplace", "linear-elu", "linear-shen",
+                                         "linformer", "nystrom", "exact-backward"});
   CHECK(long_sequence);
   // The ceilings at the start and at the end of the run: the first configuration's "before" and the last one's "after".
   const auto ceiling = read_csv_file(dir.path() / "bench_attention_ceiling.csv");
