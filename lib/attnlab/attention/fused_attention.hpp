@@ -41,10 +41,11 @@ HeadStack<T> fused_attention(const HeadStack<T>& q, const HeadStack<T>& k, const
 // must have that shape already (d_v = d), else std::invalid_argument and q is left as it was; `out` may not be k
 // or v (std::invalid_argument: every block reads all of them). Overwriting q is
 // safe because each block of queries is copied into its thread's workspace before that block's output rows
-// are written, and no other block reads them. Why: a loop of calls that reuses one output takes no fresh pages
-// per call (README "Performance": with glibc's default heap settings the output's page faults were half the
-// linear kernels' time), and a forward over Q holds Q, K and V alone, 3 n d numbers instead of 4 (issue 17's
-// streaming row at n = 131072: the inputs and a separate output are 128 MiB by themselves).
+// are written, and no other block reads them. Why: a loop of calls that reuses one output does not allocate
+// (and, with glibc's default heap settings, fault in) a new output each call (README "Performance": those
+// faults were half the linear kernels' time in such a loop; the per-call workspace is still allocated), and a
+// forward over Q holds Q, K and V alone, 3 n d numbers instead of 4 (issue 17's streaming row at n = 131072:
+// the inputs and a separate output are 128 MiB by themselves).
 template <typename T>
 void fused_attention_into(Mat<T>& out, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index key_block = 0);
 template <typename T>
