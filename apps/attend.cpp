@@ -23,6 +23,8 @@
 #include "attnlab/attention/streaming_attention.hpp"
 #include "attnlab/io/npy.hpp"
 
+namespace attend {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 using namespace attnlab;
@@ -514,3 +516,5 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
 }
+
+}  // namespace attend

@@ -15,6 +15,8 @@
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/shard_merge.hpp"
 
+namespace attnlab_merge {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 int main(int argc, char** argv) {
   using namespace attnlab;
   constexpr const char* kName = "attnlab_merge";
@@ -50,3 +52,5 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
 }
+
+}  // namespace attnlab_merge

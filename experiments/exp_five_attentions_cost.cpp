@@ -20,6 +20,8 @@
 
 using namespace attnlab;
 
+namespace exp_five_attentions_cost {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // Method parameters: 64 landmarks as the report's runs; k and D fixed at 64 as well, so
@@ -263,3 +265,5 @@ int main(int argc, char** argv) {
   };
   return run_experiment(cli, {measure, judge});
 }
+
+}  // namespace exp_five_attentions_cost

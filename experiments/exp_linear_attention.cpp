@@ -25,6 +25,8 @@
 
 using namespace attnlab;
 
+namespace exp_linear_attention {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // U1: "equivalent" = the difference is rounding: ||E - S||_F / (n ||S||_F eps) <= 30 (LAPACK's
@@ -315,3 +317,5 @@ int main(int argc, char** argv) {
   };
   return run_experiment(cli, {measure, judge});
 }
+
+}  // namespace exp_linear_attention

@@ -19,6 +19,8 @@
 
 using namespace attnlab;
 
+namespace exp_linformer_cost {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // Fixed before the run: a cost is "linear" in a size when its fitted exponent lies within
@@ -206,3 +208,5 @@ int main(int argc, char** argv) {
   };
   return run_experiment(cli, {measure, [&](const std::filesystem::path& dir) { return judge_cost(cli, dir); }});
 }
+
+}  // namespace exp_linformer_cost

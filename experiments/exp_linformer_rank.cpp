@@ -19,6 +19,8 @@
 
 using namespace attnlab;
 
+namespace exp_linformer_rank {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 
@@ -239,3 +241,5 @@ int main(int argc, char** argv) {
   };
   return run_experiment(cli, {measure, judge});
 }
+
+}  // namespace exp_linformer_rank

@@ -14,6 +14,8 @@
 
 using namespace attnlab;
 
+namespace exp_linformer_snippet {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 struct Case {
@@ -154,3 +156,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_snippet(cli, shard); },
                               [&](const std::filesystem::path& dir) { return std::vector<ClaimRow>{judge_snippet(cli, dir)}; }});
 }
+
+}  // namespace exp_linformer_snippet

@@ -21,6 +21,8 @@
 
 using namespace attnlab;
 
+namespace exp_linformer_theorems {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 
@@ -508,3 +510,5 @@ int main(int argc, char** argv) {
   };
   return run_experiment(cli, {measure, judge});
 }
+
+}  // namespace exp_linformer_theorems

@@ -26,6 +26,8 @@
 
 using namespace attnlab;
 
+namespace exp_lowrank_regression {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 
@@ -460,3 +462,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_regression(cli, shard, starts); },
                               [&](const std::filesystem::path& dir) { return judge_regression(cli, dir); }});
 }
+
+}  // namespace exp_lowrank_regression

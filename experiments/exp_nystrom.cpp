@@ -24,6 +24,8 @@
 
 using namespace attnlab;
 
+namespace exp_nystrom {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // U12: "approximates" = relative Frobenius output error <= 0.1 at the largest m.
@@ -362,3 +364,5 @@ int main(int argc, char** argv) {
   };
   return run_experiment(cli, {measure, judge});
 }
+
+}  // namespace exp_nystrom

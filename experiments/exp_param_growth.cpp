@@ -21,6 +21,8 @@
 
 using namespace attnlab;
 
+namespace exp_param_growth {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // Exact integer counts: any spread between head counts is a failure.
@@ -330,3 +332,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_growth(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_growth(cli, dir); }});
 }
+
+}  // namespace exp_param_growth

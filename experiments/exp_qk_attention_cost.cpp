@@ -14,6 +14,8 @@
 
 using namespace attnlab;
 
+namespace exp_qk_attention_cost {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // O(n d_k) is linear in n; an exponent is called consistent with it when it (for
@@ -155,3 +157,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_cost(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_cost(cli, dir); }});
 }
+
+}  // namespace exp_qk_attention_cost

@@ -17,6 +17,8 @@
 
 using namespace attnlab;
 
+namespace exp_qk_eigen_cost {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // O(d d_k^2) at fixed d_k is linear in d; a fitted exponent whose 95% interval reaches
@@ -273,3 +275,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_eigen_cost(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_eigen_cost(cli, dir); }});
 }
+
+}  // namespace exp_qk_eigen_cost

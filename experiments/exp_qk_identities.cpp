@@ -12,6 +12,8 @@
 
 using namespace attnlab;
 
+namespace exp_qk_identities {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 constexpr int kQuadraticFormProbes = 8;  // random y per configuration for R3
@@ -177,3 +179,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_identities(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_identities(cli, dir); }});
 }
+
+}  // namespace exp_qk_identities

@@ -22,6 +22,8 @@
 
 using namespace attnlab;
 
+namespace exp_qk_merge {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 constexpr double kRatioThreshold = kResidualRatioThreshold;
@@ -281,3 +283,5 @@ int main(int argc, char** argv) {
                                 return std::vector<ClaimRow>{judge_s1(cli, dir), judge_s2(cli, dir, repeats), judge_s3(cli, dir)};
                               }});
 }
+
+}  // namespace exp_qk_merge

@@ -14,6 +14,8 @@
 
 using namespace attnlab;
 
+namespace exp_qk_precision {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // Rounding "affects the result" when the reparameterized scores carry at least twice
@@ -172,3 +174,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_precision(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_precision(cli, dir); }});
 }
+
+}  // namespace exp_qk_precision

@@ -14,6 +14,8 @@
 
 using namespace attnlab;
 
+namespace exp_qk_spectrum {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 constexpr int kProbes = 8;  // random y per configuration for R6 and R10
@@ -188,3 +190,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_spectrum(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_spectrum(cli, dir); }});
 }
+
+}  // namespace exp_qk_spectrum

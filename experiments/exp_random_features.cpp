@@ -24,6 +24,8 @@
 
 using namespace attnlab;
 
+namespace exp_random_features {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // U8: a kernel is consistent with the estimator's mean when |mean - kernel| <= 4 standard errors
@@ -411,3 +413,5 @@ int main(int argc, char** argv) {
   };
   return run_experiment(cli, {measure, judge});
 }
+
+}  // namespace exp_random_features

@@ -45,6 +45,8 @@
 using namespace attnlab;
 namespace fs = std::filesystem;
 
+namespace exp_trained_attention {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 
@@ -844,3 +846,5 @@ int main(int argc, char** argv) {
     });
   return run_experiment(cli, {measure_all, [&](const fs::path& dir) { return judge(cli, dir); }});
 }
+
+}  // namespace exp_trained_attention

@@ -44,6 +44,8 @@
 using namespace attnlab;
 namespace fs = std::filesystem;
 
+namespace exp_trained_growth {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 
@@ -400,3 +402,5 @@ int main(int argc, char** argv) {
                                 return judge_g10(cli, dir);
                               }});
 }
+
+}  // namespace exp_trained_growth

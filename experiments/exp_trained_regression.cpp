@@ -56,6 +56,8 @@
 using namespace attnlab;
 namespace fs = std::filesystem;
 
+namespace exp_trained_regression {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 
@@ -533,3 +535,5 @@ int main(int argc, char** argv) {
                                 return {judge_g12(cli, dir), judge_g11(cli, dir)};
                               }});
 }
+
+}  // namespace exp_trained_regression

@@ -24,6 +24,8 @@
 
 using namespace attnlab;
 
+namespace exp_vit_training {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // The protocol (vit_spec.md): Adam, peak learning rate 5e-4 (the seed's), cosine annealing to 0.
@@ -249,3 +251,5 @@ int main(int argc, char** argv) {
   return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, *loaded, method, epochs, shape); },
                               [&](const std::filesystem::path& dir) { return judge_u17(cli, dir); }});
 }
+
+}  // namespace exp_vit_training

@@ -28,6 +28,8 @@
 
 using namespace attnlab;
 
+namespace second_opinion_producer {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 // The sizes of one round of cases: n positions (or rows), d features, dv value columns, and
@@ -300,3 +302,5 @@ int main(int argc, char** argv) {
     fmt::print("{}: {} cases written to {}\n", name, w.size(), out.string());
   });
 }
+
+}  // namespace second_opinion_producer

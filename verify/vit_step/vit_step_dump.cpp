@@ -33,6 +33,8 @@
 using namespace attnlab;
 namespace fs = std::filesystem;
 
+namespace vit_step_dump {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
+
 namespace {
 
 constexpr double kPeakLr = 5e-4;  // vit_spec.md's (and vit_torch.py's PEAK_LR)
@@ -188,3 +190,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace vit_step_dump
