@@ -18,14 +18,14 @@ namespace {
 // The gradients from their definition, in double with the whole n_q x n_k matrix:
 // P = softmax(Q K^T / sqrt(d)), dV = P^T dO, dP = dO V^T, dS = P o (dP - rowsum(P o dP)),
 // dQ = dS K / sqrt(d), dK = dS^T Q / sqrt(d).
-struct Reference {
+struct GradientReference {
   Eigen::MatrixXd p, dq, dk, dv;
 };
 
-Reference reference_gradients(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k, const Eigen::MatrixXd& v,
+GradientReference reference_gradients(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k, const Eigen::MatrixXd& v,
                               const Eigen::MatrixXd& d_out) {
   const double scale = 1 / std::sqrt(static_cast<double>(q.cols()));
-  Reference r;
+  GradientReference r;
   r.p = q * k.transpose() * scale;
   for (Eigen::Index i = 0; i < r.p.rows(); ++i) {
     r.p.row(i).array() = (r.p.row(i).array() - r.p.row(i).maxCoeff()).exp();  // max first: no overflow
@@ -83,7 +83,7 @@ void check_against_definition() {
       Vec<T> lse;
       const Mat<T> out = fused_attention(in.q, in.k, in.v, 0, lse);
       const AttentionGradients<T> g = fused_attention_backward(in.q, in.k, in.v, out, lse, d_out);
-      const Reference ref = reference_gradients(in.q.template cast<double>(), in.k.template cast<double>(),
+      const GradientReference ref = reference_gradients(in.q.template cast<double>(), in.k.template cast<double>(),
                                                 in.v.template cast<double>(), d_out.template cast<double>());
       const Scales s = gradient_scales(in.q, in.k, in.v, d_out, ref.p);
       INFO(family << " n=" << n << " d=" << d << " u=" << s.u);
