@@ -23,7 +23,7 @@ struct GradientReference {
 };
 
 GradientReference reference_gradients(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k, const Eigen::MatrixXd& v,
-                              const Eigen::MatrixXd& d_out) {
+                                      const Eigen::MatrixXd& d_out) {
   const double scale = 1 / std::sqrt(static_cast<double>(q.cols()));
   GradientReference r;
   r.p = q * k.transpose() * scale;
