@@ -21,6 +21,7 @@
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/model/checkpoint.hpp"
 #include "attnlab/model/fit.hpp"
+#include "attnlab/model/flops.hpp"
 
 using namespace attnlab;
 
@@ -84,7 +85,6 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const Fashio
   const bool quick = cli.options().quick;
   const int n_epochs = epochs > 0 ? epochs : (quick ? 1 : kFullEpochs);
   const std::vector<Run> all = sweep(method);
-  const Shard::Range range = shard.range(all.size());
   const ImageSet train{data.train_images.pixels, data.train_labels, 28};
   const ImageSet test{data.test_images.pixels, data.test_labels, 28};
   FitOptions fit_options;
@@ -95,6 +95,17 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const Fashio
   fit_options.test_images = quick ? kQuickTestImages : -1;
   const std::int64_t train_images = quick ? kQuickTrainImages : train.count();
   const std::int64_t run_steps = steps_per_epoch(train_images, shape.batch) * n_epochs;
+  // Shards cut the sweep by each run's counted FLOPs, not by the number of runs (a random-feature run
+  // costs about three linear-attention runs), so that they take about equal times; a run's seeds come
+  // from its index, never from the cut.
+  std::vector<double> costs;
+  for (const Run& r : all) {
+    ViTConfig c;
+    c.attention.method = r.method;
+    c.D = shape.D, c.heads = shape.heads, c.layers = shape.layers, c.mlp = shape.mlp;
+    costs.push_back(vit_run_flops(c, train_images, quick ? kQuickTestImages : test.count(), n_epochs));
+  }
+  const Shard::Range range = shard.range(costs);
 
   CsvTable steps({text_col("method"), int_col("seed"), int_col("epoch"), int_col("step"), real_col("lr"),
                   real_col("train_loss")});
