@@ -41,31 +41,36 @@ test: check-deps
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# `make results JOBS=N` (JOBS on the command line): every experiment's sweep cut into SHARDS shards (default
-# JOBS) run as JOBS parallel processes, merged, judged and reported, then published into results/ exactly
-# like the one-process run (tools/run_sharded.sh; the tables and ledger are the same byte for byte, timings
-# aside). Without JOBS on the command line, one process runs the experiments one after another.
-SHARDED_RUN ?= $(BUILD)/sharded-run
+# `make results`: every experiment through tools/run_sharded.sh (docs/cluster.md), one task at a time with
+# all cores, or with `make results JOBS=N` (JOBS on the command line) N tasks at a time, each experiment's
+# sweep cut into SHARDS tasks (default JOBS); then merged, judged, reported and published into results/.
+# The tables and ledger are those of the one-process run byte for byte (timings aside). The training sweep
+# (hours) is cut into TRAINING_TASKS tasks (at least SHARDS) of about equal counted FLOPs. Interrupted
+# (Ctrl-C, a failed task, a crash, a reboot), the same command resumes: it keeps every task whose stamp
+# proves it finished and runs the rest, saying how many of each in one line. It refuses to mix in a run
+# of another build, seed or mode: FRESH=1 starts afresh (so does any run after a published one).
+RESULTS_RUN ?= $(BUILD)/results-run
+TRAINING_TASKS ?= 8
+RESULTS_JOBS := $(if $(filter command line,$(origin JOBS)),$(JOBS),1)
+RESULTS_SHARDS := $(or $(SHARDS),$(if $(filter command line,$(origin JOBS)),$(JOBS),1))
+RESULTS_TRAINING := $(shell echo $$(( $(TRAINING_TASKS) > $(RESULTS_SHARDS) ? $(TRAINING_TASKS) : $(RESULTS_SHARDS) )))
 results: check-deps
 	@$(MAKE) --no-print-directory build
-ifeq ($(origin JOBS),command line)
-	rm -rf $(SHARDED_RUN)
-	tools/run_sharded.sh --shards $(or $(SHARDS),$(JOBS)) --jobs $(JOBS) --seed $(SEED) --bin $(BUILD)/bin \
-	  --out $(SHARDED_RUN) --publish results
-else
-	REPORT=1 tools/run_experiments.sh $(BUILD)/bin results --seed $(SEED)
-endif
+	tools/run_sharded.sh --shards $(RESULTS_SHARDS) --jobs $(RESULTS_JOBS) --split exp_vit_training=$(RESULTS_TRAINING) \
+	  --seed $(SEED) --bin $(BUILD)/bin --out $(RESULTS_RUN) --publish results $(if $(filter 1,$(FRESH)),--fresh)
 
-# Slurm (issue 16, README "Running on a cluster"): `make slurm SHARDS=N [PARTITION=p] [SLURM_FLAGS=--quick]`
-# builds, then submits one job array per experiment (N tasks) and the merge-judge-report job after them,
-# and prints the job ids; the run lands in SLURM_RUN (RUN/merged when done). It needs only cmake, the
-# compilers and sbatch on the login node (no Debian package check: clusters run other distributions).
+# Slurm (docs/cluster.md): `make slurm SHARDS=N [PARTITION=p] [SLURM_FLAGS=--quick]` builds, then submits one
+# job array per experiment (N tasks; the training sweep in TRAINING_TASKS tasks, at least N) and the
+# merge-judge-report job after them, and prints the job ids; the run lands in SLURM_RUN (RUN/merged when
+# done). SLURM_FLAGS passes more of slurm/submit.sh's options (--split EXP=K, --flags EXP=FLAGS). It needs
+# only cmake, the compilers and sbatch on the login node (no Debian package check: clusters run other
+# distributions).
 SLURM_RUN ?= $(BUILD)/slurm-runs/$(shell date +%Y%m%d-%H%M%S)
 slurm: $(BUILD)/CMakeCache.txt
 	@test -n "$(SHARDS)" || { echo "make slurm: give SHARDS=N (tasks per experiment), e.g. make slurm SHARDS=4 PARTITION=short"; exit 2; }
 	cmake --build $(BUILD) -j $(JOBS)
-	slurm/submit.sh --shards $(SHARDS) $(if $(PARTITION),--partition $(PARTITION)) --seed $(SEED) --bin $(BUILD)/bin \
-	  $(SLURM_FLAGS) --out $(SLURM_RUN)
+	slurm/submit.sh --shards $(SHARDS) --split exp_vit_training=$$(( $(TRAINING_TASKS) > $(SHARDS) ? $(TRAINING_TASKS) : $(SHARDS) )) \
+	  $(if $(PARTITION),--partition $(PARTITION)) --seed $(SEED) --bin $(BUILD)/bin $(SLURM_FLAGS) --out $(SLURM_RUN)
 
 # A real Slurm on this machine (as root): installs slurm-wlm and munge if missing, starts munged, slurmctld
 # and slurmd in a scratch directory, runs the quick sweep as job arrays (one task cancelled and rerun on
