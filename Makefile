@@ -83,8 +83,9 @@ test-slurm: check-deps
 report: check-deps
 	python3 tools/make_report.py --results results --seed $(SEED)
 
-# The benchmark (issue 6): our kernels, then the PyTorch peer on the same configurations (skipped with a
-# message when Debian's python3-torch is missing), then the table and figures. BENCH_FLAGS=--quick for a smoke run.
+# The benchmark (docs/performance.md): our kernels, then the PyTorch peer on the same configurations (skipped with a
+# message when Debian's python3-torch is missing), then the table and figures (results/bench_attention.md).
+# BENCH_FLAGS=--quick for a smoke run.
 BENCH_THREADS ?= 2
 BENCH_FLAGS ?=
 # A quick benchmark never lands in the committed results (quick and full runs refuse each other's directory).
@@ -94,9 +95,9 @@ PYTHON ?= /usr/bin/python3
 # otherwise every timed run pays page faults for the memory the previous run gave back to the kernel,
 # which costs small configurations up to 5x (measured on linear attention, batch 32, heads 4, n 128).
 BENCH_ENV ?= GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
-# bench_vit (issue 14): ViT training throughput against the sgemm rate; its PyTorch peer trains the same model at
-# batch 256 (--quick: batch 32, one timed step) into bench_vit_torch.csv.
-VIT_TORCH_FLAGS = $(if $(findstring --quick,$(BENCH_FLAGS)),--batch 32 --steps 1,)
+# bench_vit: ViT training throughput of every attention method against the sgemm rate; its PyTorch peer trains the
+# same models at the same batches (bench_vit.csv's rows; --quick: one timed step each) into bench_vit_torch.csv.
+VIT_TORCH_FLAGS = $(if $(findstring --quick,$(BENCH_FLAGS)),--steps 1,)
 bench: check-deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7 bench_vit
 	$(BENCH_ENV) $(BUILD)/bin/bench_attention --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
@@ -105,10 +106,11 @@ bench: check-deps $(BUILD)/CMakeCache.txt
 	else echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the torch peer is skipped"; fi
 	$(BENCH_ENV) $(BUILD)/bin/bench_vit --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
-	  $(BENCH_ENV) $(PYTHON) bench/bench_vit_torch.py --csv $(BENCH_OUT)/bench_vit_torch.csv --threads $(BENCH_THREADS) $(VIT_TORCH_FLAGS); \
+	  $(BENCH_ENV) $(PYTHON) bench/bench_vit_torch.py --like $(BENCH_OUT)/bench_vit.csv --csv $(BENCH_OUT)/bench_vit_torch.csv \
+	    --threads $(BENCH_THREADS) $(VIT_TORCH_FLAGS); \
 	else rm -f $(BENCH_OUT)/bench_vit_torch.csv; echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the ViT torch peer is skipped"; fi
 	$(BENCH_ENV) $(BUILD)/bin/bench_r7 --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
-	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT) $(if $(findstring --quick,$(BENCH_FLAGS)),,--readme README.md)
+	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT)
 
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick
