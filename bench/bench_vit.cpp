@@ -82,7 +82,7 @@ struct Part {
 // "mlp linears" is the MLP without its GELU. "other" is the whole minus the parts (residual adds, the loss).
 // The optimiser runs once per step, not per chunk: "adam (per step)" is one Adam update of every parameter.
 std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, int repeats) {
-  ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+  ViT<float> model(config);
   const Eigen::Index n = config.tokens(), H = config.heads, B = kChunkImages;
   const auto L = static_cast<std::size_t>(config.layers);
   std::vector<std::int64_t> images(static_cast<std::size_t>(B));
@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
                     real_col("gemm_before_gflops"), real_col("gemm_after_gflops"), real_col("gemm_share")});
     for (std::size_t i = 0; i < batches.size(); ++i) {
       const std::int64_t batch = batches[i];
-      ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+      ViT<float> model(config);
       Trainer<float> trainer(model);
       const auto times = time_steps(trainer, data, batch, timed);
       std::vector<double> wall, user, sys;

@@ -99,7 +99,7 @@ constexpr double kHeadOutputCheck = 1e-3;
 using Model = ViT<float>;
 
 std::unique_ptr<Model> build_model(const ViTConfig& config) {
-  return std::make_unique<Model>(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+  return std::make_unique<Model>(config);
 }
 
 std::unique_ptr<Model> load_model(const fs::path& dir) {

@@ -122,7 +122,7 @@ Plan make_plan(bool quick) {
 }
 
 std::unique_ptr<ViT<float>> build_model(const ViTConfig& config) {
-  return std::make_unique<ViT<float>>(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+  return std::make_unique<ViT<float>>(config);
 }
 
 std::string interval_text(const MeanInterval& m) {

@@ -101,9 +101,7 @@ using Model = ViT<double>;
 
 std::unique_ptr<Model> load_model(const fs::path& dir) {
   const CheckpointInfo info = read_checkpoint_info(dir);
-  auto model = std::make_unique<Model>(info.config, [](const TrainableAttentionConfig& c) {
-    return make_trainable_attention<double>(c);
-  });
+  auto model = std::make_unique<Model>(info.config);
   load_checkpoint(*model, dir);
   return model;
 }

@@ -123,7 +123,7 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const Fashio
     config.heads = shape.heads;
     config.layers = shape.layers;
     config.mlp = shape.mlp;
-    ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+    ViT<float> model(config);
     Trainer<float> trainer(model);
     fit_options.shuffle_seed = derive_seed(config.seed, 1);
     double train_seconds = 0, eval_seconds = 0;

@@ -38,7 +38,7 @@ ViTConfig tiny_config(const std::string& method) {
 }
 
 ViT<double> tiny_model(const std::string& method) {
-  return ViT<double>(tiny_config(method), [](const TrainableAttentionConfig& c) { return make_trainable_attention<double>(c); });
+  return ViT<double>(tiny_config(method));
 }
 
 }  // namespace
@@ -213,7 +213,7 @@ TEST_CASE("exp_trained_attention: bad or missing checkpoints are one line and ex
   // A user's checkpoint (here an untrained, seeded default model): tables, no ledger rows.
   ViTConfig c;
   c.seed = kTrainedAnalysisSeed;
-  ViT<float> model(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> model(c);
   save_checkpoint(model, out.path() / "mine", 0);
   ScratchDir run;
   r = run_binary("exp_trained_attention",

@@ -38,7 +38,7 @@ TEST_CASE("exp_trained_growth: bad checkpoints are one line and exit 2; --checkp
   ViTConfig c;
   c.seed = 11;
   c.key_width = 3;
-  ViT<float> model(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> model(c);
   save_checkpoint(model, out.path() / "mine", 0);
   ScratchDir run;
   r = run_binary("exp_trained_growth", {"--quick", "--checkpoint", (out.path() / "mine").string(), "--out", run.path().string()});

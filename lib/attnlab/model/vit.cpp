@@ -124,6 +124,10 @@ ViT<T>::ViT(const ViTConfig& config, const AttentionFactory& factory) : config_(
 }
 
 template <typename T>
+ViT<T>::ViT(const ViTConfig& config)
+    : ViT(config, [](const TrainableAttentionConfig& a) { return make_trainable_attention<T>(a); }) {}
+
+template <typename T>
 std::vector<TensorRef<T>> ViT<T>::parameter_tensors() {
   return manifest(params_, [this](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
     auto& a = *attention_[l];

@@ -115,6 +115,8 @@ class ViT {
   // d_v, heads filled in and seed derive_seed(config.seed, 1000 + l)). Throws std::invalid_argument
   // for widths that do not fit (D not divisible by heads, patch not dividing image, ...).
   ViT(const ViTConfig& config, const AttentionFactory& factory);
+  // The same with the library's methods (make_trainable_attention<T>): the model every experiment trains.
+  explicit ViT(const ViTConfig& config);
 
   const ViTConfig& config() const { return config_; }
   ViTParams<T>& params() { return params_; }

@@ -19,7 +19,7 @@ template <typename T>
 ViT<T> with_attention(const ViT<T>& trained, const TrainableAttentionConfig& attention) {
   ViTConfig config = trained.config();
   config.attention = attention;
-  ViT<T> out(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<T>(c); });
+  ViT<T> out(config);
   out.params() = trained.params();
   return out;
 }
