@@ -14,6 +14,7 @@
 #include "attnlab/model/layernorm.hpp"
 #include "attnlab/model/mha.hpp"
 #include "attnlab/model/mlp.hpp"
+#include "attnlab/model/tensor_ref.hpp"
 
 namespace attnlab {
 
@@ -67,16 +68,6 @@ struct ViTParams {
   Vec<T> head_ln_gamma, head_ln_beta;  // (D)
   Mat<T> head_W;                       // (D, C)
   Vec<T> head_b;                       // (C)
-};
-
-// A named view of one tensor: a matrix (rows, cols) or a vector (rows) in column-major storage.
-template <typename T>
-struct TensorRef {
-  std::string name;
-  T* data = nullptr;
-  Eigen::Index rows = 0, cols = 0;
-  bool is_vector = false;
-  Eigen::Index size() const { return rows * cols; }
 };
 
 // Gradients: the model's tensors and, per layer, one per parameter of the method.
