@@ -177,6 +177,12 @@ ViTGrads<T> ViT<T>::zero_grads() const {
 }
 
 template <typename T>
+void ViT<T>::set_inputs(ViTActivations<T>& act, std::span<const std::uint8_t> pixels, int side,
+                        std::span<const std::int64_t> images) const {
+  patchify<T>(pixels, images, side, config_.patch, config_.stride, config_.pad, act.patches);
+}
+
+template <typename T>
 double ViT<T>::forward_backward(ViTActivations<T>& act, std::span<const std::uint8_t> labels, double scale,
                                 ViTGrads<T>* grads) const {
   const Eigen::Index n = config_.tokens(), H = config_.heads;

@@ -98,6 +98,9 @@ struct ViTActivations {
 template <typename T>
 class ViT {
  public:
+  using Scalar = T;
+  using Activations = ViTActivations<T>;
+  using Grads = ViTGrads<T>;
   using AttentionFactory = std::function<std::unique_ptr<TrainableAttention<T>>(const TrainableAttentionConfig&)>;
 
   // Builds the model with freshly initialised weights (vit_spec.md: weight matrices and positions
@@ -127,7 +130,12 @@ class ViT {
   // Gradients shaped like the parameters, all zero.
   ViTGrads<T> zero_grads() const;
 
-  // One chunk: act.patches (B n, P) must be filled (patchify). Runs the forward pass; with grads not null
+  // act.patches (B n, P) of images `images` of `pixels` (side x side uint8 each, one after another): patchify
+  // with the configuration's windows.
+  void set_inputs(ViTActivations<T>& act, std::span<const std::uint8_t> pixels, int side,
+                  std::span<const std::int64_t> images) const;
+
+  // One chunk: act.patches (B n, P) must be filled (set_inputs, or patchify). Runs the forward pass; with grads not null
   // it keeps the tape and ADDS the gradient of scale * sum_b CE(logits_b, labels_b) into *grads.
   // Returns scale * sum_b CE (labels may be empty when grads is null: then returns 0). Logits in act.logits.
   double forward_backward(ViTActivations<T>& act, std::span<const std::uint8_t> labels, double scale,
