@@ -121,11 +121,12 @@ cmd_task() {
   local out=$run/shards/$exp/$i
   mkdir -p "$out"
   if [ "$quick" = 0 ] && [[ $exp == exp_trained_* ]]; then
-    # exp_vit_training's checkpoints, from whichever of its shards trained each model.
-    mkdir -p "$out/checkpoints"
-    local found=0 d
-    for d in "$run"/shards/exp_vit_training/*/checkpoints/*/; do
-      ln -sfn "${d%/}" "$out/checkpoints/$(basename "$d")"; found=1
+    # exp_vit_training's checkpoints (checkpoints/<method>/seed-<k>/), from whichever of its shards trained each model.
+    local found=0 d m
+    for d in "$run"/shards/exp_vit_training/*/checkpoints/*/*/; do
+      m=$(basename "$(dirname "$d")")
+      mkdir -p "$out/checkpoints/$m"
+      ln -sfn "${d%/}" "$out/checkpoints/$m/$(basename "$d")"; found=1
     done
     [ "$found" = 1 ] || die "$exp: no checkpoints in $run/shards/exp_vit_training/*/checkpoints (exp_vit_training's tasks must finish first)"
   fi
@@ -178,10 +179,11 @@ cmd_finish() {
   if [ "$quick" = 0 ]; then
     # exp_vit_training's checkpoints, for the judges and whole runs of exp_trained_* here: attnlab_merge
     # carries those a shard's stamp lists; any other is copied from the shard that wrote it.
-    local d
-    for d in "$run"/shards/exp_vit_training/*/checkpoints/*/; do
-      mkdir -p "$stage/checkpoints"
-      [ -e "$stage/checkpoints/$(basename "$d")" ] || cp -r "${d%/}" "$stage/checkpoints/"
+    local d m
+    for d in "$run"/shards/exp_vit_training/*/checkpoints/*/*/; do
+      m=$(basename "$(dirname "$d")")
+      mkdir -p "$stage/checkpoints/$m"
+      [ -e "$stage/checkpoints/$m/$(basename "$d")" ] || cp -r "${d%/}" "$stage/checkpoints/$m/"
     done
   fi
   while IFS=$'\t' read -r exp mode; do

@@ -225,3 +225,10 @@ TEST_CASE("exp_trained_attention: bad or missing checkpoints are one line and ex
                         "trained_attention_spectrum.csv", "trained_swap_error.csv", "trained_swap_accuracy.csv"})
     CHECK(std::filesystem::is_regular_file(run.path() / f));
 }
+
+TEST_CASE("exp_trained_attention --help names every claim it judges") {
+  const auto r = attnlab::testing::run_binary("exp_trained_attention", {"--help"});
+  INFO(r.output);
+  CHECK(r.exit_status == 0);
+  for (const char* claim : {"R12", "L5", "U18"}) CHECK(r.output.find(claim) != std::string::npos);
+}
