@@ -83,7 +83,7 @@ struct Part {
 // "mlp linears" is the MLP without its GELU. "other" is the whole minus the parts (residual adds, the loss).
 // The optimiser runs once per step, not per chunk: "adam (per step)" is one Adam update of every parameter.
 std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, int repeats) {
-  ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+  ViT<float> model(config);
   const Eigen::Index n = config.tokens(), H = config.heads, B = kChunkImages;
   const auto L = static_cast<std::size_t>(config.layers);
   std::vector<std::int64_t> images(static_cast<std::size_t>(B));
@@ -220,7 +220,7 @@ void time_configurations(const ExperimentCli& cli, const std::vector<Config>& co
     config.seed = opt.seed;
     config.attention.method = configs[i].method;
     const std::int64_t batch = configs[i].batch;
-    ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+    ViT<float> model(config);
     Trainer<float> trainer(model);
     const auto times = time_steps(trainer, data, batch, timed);
     std::vector<double> wall, user, sys;
