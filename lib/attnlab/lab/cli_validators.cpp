@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace attnlab {
 
 const CLI::Validator FiniteNumber(
@@ -38,6 +40,16 @@ const CLI::Validator NonNegativeInteger(
       return {};
     },
     "UINT");
+
+CLI::Validator integer_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        if (std::string why = NonNegativeInteger(s); !why.empty()) return why;
+        if (s.size() > 18 || std::stoll(s) < lo || std::stoll(s) > hi) return fmt::format("{} is not in [{}, {}]", s, lo, hi);
+        return {};
+      },
+      fmt::format("in [{}, {}]", lo, hi));
+}
 
 std::string PlainHelpFormatter::make_option_opts(const CLI::Option* opt) const {
   if (!opt->get_option_text().empty() || opt->get_type_size() == 0) return CLI::Formatter::make_option_opts(opt);

@@ -14,6 +14,9 @@ extern const CLI::Validator FiniteNumber;
 // with base 0: "010" would be 8, "0x10" 16).
 extern const CLI::Validator NonNegativeInteger;
 
+// A plain decimal integer in [lo, hi] (lo >= 0), with one message for either failure (CLI11's `&` prints both).
+CLI::Validator integer_in(long long lo, long long hi);
+
 // --help as a person writes it: "--seed UINT  base seed ... (default 20250311)" instead of CLI11's
 // "--seed UINT:UINT=20250311" or "--threads INT:(UINT) AND (INT in [1 - 1024])". An option shows its
 // type name (or its list of choices) only; the validators' own descriptions are left out, so an option's
