@@ -109,13 +109,14 @@ quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick
 
 # The readers of untrusted files under libFuzzer with ASan and UBSan, FUZZ_SECONDS each: the .npy reader,
-# the IDX reader (raw and gzip) and a checkpoint's manifest.json. Any crash, sanitizer report or exception
+# the IDX reader (raw and gzip), the safetensors reader and a checkpoint's manifest.json. Any crash, sanitizer report or exception
 # other than the reader's own error stops a target with the input in $(FUZZ_BUILD)/artifacts/ and fails
 # `make fuzz`. New inputs accumulate in $(FUZZ_BUILD)/corpus-<target>; the committed seeds stay as they are.
 # Built by CMake (-DATTNLAB_FUZZ=ON, clang) against the library's own layer targets: no hand-picked sources.
-FUZZ_TARGETS := npy_fuzz idx_fuzz checkpoint_manifest_fuzz
+FUZZ_TARGETS := npy_fuzz idx_fuzz safetensors_fuzz checkpoint_manifest_fuzz
 npy_fuzz_FLAGS := -max_len=4096 -dict=fuzz/npy.dict
 idx_fuzz_FLAGS := -max_len=4096
+safetensors_fuzz_FLAGS := -max_len=4096 -dict=fuzz/safetensors.dict
 checkpoint_manifest_fuzz_FLAGS := -max_len=8192 -dict=fuzz/manifest.dict
 
 fuzz: check-deps check-fuzz-deps
@@ -128,7 +129,7 @@ fuzz: check-deps check-fuzz-deps
 	  seeds=fuzz/corpus; [ $$t = npy_fuzz ] || seeds=fuzz/corpus-$${t%_fuzz}; \
 	  echo "== $$t ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
 	  case $$t in npy_fuzz) flags="$(npy_fuzz_FLAGS)";; idx_fuzz) flags="$(idx_fuzz_FLAGS)";; \
-	    *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
+	    safetensors_fuzz) flags="$(safetensors_fuzz_FLAGS)";; *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
 	  $(FUZZ_BUILD)/bin/$$t -max_total_time=$(FUZZ_SECONDS) $$flags -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus-$$t $$seeds || exit 1; \
 	done
