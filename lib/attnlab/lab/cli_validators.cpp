@@ -51,6 +51,19 @@ CLI::Validator integer_in(long long lo, long long hi) {
       fmt::format("in [{}, {}]", lo, hi));
 }
 
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "{}: {}\n", app.get_name(), e.what());
+    return 2;  // kExitUsage (experiment_cli.hpp): bad usage
+  }
+  return std::nullopt;
+}
+
 std::string PlainHelpFormatter::make_option_opts(const CLI::Option* opt) const {
   if (!opt->get_option_text().empty() || opt->get_type_size() == 0) return CLI::Formatter::make_option_opts(opt);
   // get_type_name() is "TYPE" followed by ":description" per validator; keep TYPE, or a list of choices.
