@@ -89,11 +89,13 @@ PYTHON ?= /usr/bin/python3
 # otherwise every timed run pays page faults for the memory the previous run gave back to the kernel,
 # which costs small configurations up to 5x (measured on linear attention, batch 32, heads 4, n 128).
 BENCH_ENV ?= GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
+# bench_inspect: attnlab_inspect on LLaMA-shaped checkpoints up to a 7B model's attention (2 GiB written once under
+# $(BUILD)/bench-inspect), judged and tabled in bench_inspect.md by tools/bench_inspect_report.py.
 # bench_vit (issue 14): ViT training throughput against the sgemm rate; its PyTorch peer trains the same model at
 # batch 256 (--quick: batch 32, one timed step) into bench_vit_torch.csv.
 VIT_TORCH_FLAGS = $(if $(findstring --quick,$(BENCH_FLAGS)),--batch 32 --steps 1,)
 bench: check-deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7 bench_vit
+	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7 bench_vit bench_inspect attnlab_inspect
 	$(BENCH_ENV) $(BUILD)/bin/bench_attention --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 	  $(BENCH_ENV) $(PYTHON) bench/bench_attention_torch.py --csv $(BENCH_OUT)/bench_attention.csv --threads $(BENCH_THREADS); \
@@ -103,6 +105,8 @@ bench: check-deps $(BUILD)/CMakeCache.txt
 	  $(BENCH_ENV) $(PYTHON) bench/bench_vit_torch.py --csv $(BENCH_OUT)/bench_vit_torch.csv --threads $(BENCH_THREADS) $(VIT_TORCH_FLAGS); \
 	else rm -f $(BENCH_OUT)/bench_vit_torch.csv; echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the ViT torch peer is skipped"; fi
 	$(BENCH_ENV) $(BUILD)/bin/bench_r7 --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(BENCH_ENV) $(BUILD)/bin/bench_inspect --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(PYTHON) tools/bench_inspect_report.py --results $(BENCH_OUT)
 	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT) $(if $(findstring --quick,$(BENCH_FLAGS)),,--readme README.md)
 
 quick: build
