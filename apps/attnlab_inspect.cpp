@@ -95,7 +95,11 @@ void check_options(CLI::App& app, Options& o) {
   // A new directory is made only when there is something to write; its nearest existing ancestor is checked now.
   fs::path existing = fs::absolute(o.out);
   while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path()) existing = existing.parent_path();
-  ensure_writable_directory(existing);
+  try {
+    ensure_writable_directory(existing);
+  } catch (const OutputError& e) {
+    throw UsageError(std::string("--out: ") + e.what());
+  }
 }
 
 // The figure of skew shares per layer and head, drawn by tools/inspect_figure.py with the report's figure code.

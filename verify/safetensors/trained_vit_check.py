@@ -96,21 +96,33 @@ def check_checkpoint(binary, directory, work):
     return problems, shares, heads
 
 
-def against_experiment(table, shares, heads):
-    """Check 4: the worst ratio of our skew shares against exp_trained_attention's, per precision."""
-    theirs = [r for r in rows_of(table) if r["model"] == "trained" and r["method"] == "exact"]
-    if not theirs:
-        return None
+# trained_skew_share.csv's columns that hold values; any other column (beyond model and method) tells its models
+# apart (a seed, a checkpoint), and each such model is compared on its own.
+VALUE_COLUMNS = {"layer", "head", "m_norm", "skew_share", "augmented_m_norm", "augmented_skew_share", "split_residual", "inputs",
+                 "model", "method"}
+
+
+def trained_models(table):
+    """{key: rows} of the trained exact models in exp_trained_attention's table, key naming each."""
+    groups = {}
+    for r in rows_of(table):
+        if r["model"] == "trained" and r["method"] == "exact":
+            groups.setdefault(tuple((k, v) for k, v in sorted(r.items()) if k not in VALUE_COLUMNS), []).append(r)
+    return groups
+
+
+def against_experiment(theirs, shares, heads):
+    """Check 4: the worst ratio of our skew shares against one of exp_trained_attention's models, per precision."""
     worst = {}
     for r in theirs:
         l, h = int(r["layer"]), int(r["head"])
+        if (l, h, "weights", "float") not in shares:  # a model of another shape
+            return None
         w = heads[l][h]
         for form, col, norm_col in (("weights", "skew_share", "m_norm"), ("augmented", "augmented_skew_share", "augmented_m_norm")):
             wq, wk = (w["wq"], w["wk"]) if form == "weights" else (np.vstack([w["wq"], w["bq"]]), np.vstack([w["wk"], w["bk"]]))
             for precision in ("float", "double"):
-                ours = shares.get((l, h, form, precision))
-                if ours is None:
-                    return None
+                ours = shares[(l, h, form, precision)]
                 unit = wq.shape[0] * inspect_check.EPS[precision] * np.linalg.norm(wq) * np.linalg.norm(wk)
                 ratio = abs(ours - float(r[col])) * float(r[norm_col]) / (2 * unit)
                 worst[precision] = max(worst.get(precision, 0.0), ratio)
@@ -131,8 +143,10 @@ def main():
     if not candidates:
         print(f"trained_vit_check.py: no checkpoint of the exact method under {a.results}/checkpoints; skipped")
         return 77
-    failures, matched = 0, []
+    failures = 0
     table = os.path.join(a.results, "trained_skew_share.csv")
+    models = trained_models(table) if os.path.exists(table) else {}
+    matched = {key: [] for key in models}
     for i, directory in enumerate(candidates):
         work = os.path.join(a.workdir, str(i))
         shutil.rmtree(work, ignore_errors=True)
@@ -142,18 +156,21 @@ def main():
         for q in problems[:8]:
             print("     " + q)
         failures += bool(problems)
-        worst = against_experiment(table, shares, heads) if os.path.exists(table) else None
-        if worst is not None:
+        for key, theirs in models.items():
+            worst = against_experiment(theirs, shares, heads)
+            if worst is None:
+                continue
             ok = all(v <= inspect_check.THRESHOLD for v in worst.values())
-            print(f"     against {table} (trained, exact): worst ratio float {worst['float']:.3g}, double {worst['double']:.3g}"
-                  + (" (matches)" if ok else " (another model)"))
+            print(f"     against {table} (trained, exact{''.join(f', {k} {v}' for k, v in key)}): worst ratio float "
+                  f"{worst['float']:.3g}, double {worst['double']:.3g}" + (" (matches)" if ok else " (another model)"))
             if ok:
-                matched.append(directory)
-    if os.path.exists(table):
-        if matched:
-            print(f"ok   exp_trained_attention's skew shares are those of {matched[0]} (ratio <= {inspect_check.THRESHOLD} in float and double)")
+                matched[key].append(directory)
+    for key, found in matched.items():
+        what = "trained, exact" + "".join(f", {k} {v}" for k, v in key)
+        if found:
+            print(f"ok   exp_trained_attention's skew shares ({what}) are those of {found[0]} (ratio <= {inspect_check.THRESHOLD} in float and double)")
         else:
-            print(f"FAIL no checkpoint's skew shares match {table}'s trained rows")
+            print(f"FAIL no checkpoint's skew shares match {table}'s rows ({what})")
             failures += 1
     return 1 if failures else 0
 
