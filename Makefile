@@ -95,11 +95,13 @@ PYTHON ?= /usr/bin/python3
 # otherwise every timed run pays page faults for the memory the previous run gave back to the kernel,
 # which costs small configurations up to 5x (measured on linear attention, batch 32, heads 4, n 128).
 BENCH_ENV ?= GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
+# bench_inspect: attnlab_inspect on LLaMA-shaped checkpoints up to a 7B model's attention (2 GiB written once under
+# $(BUILD)/bench-inspect), judged and tabled in bench_inspect.md by tools/bench_inspect_report.py.
 # bench_vit: ViT training throughput of every attention method against the sgemm rate; its PyTorch peer trains the
 # same models at the same batches (bench_vit.csv's rows; --quick: one timed step each) into bench_vit_torch.csv.
 VIT_TORCH_FLAGS = $(if $(findstring --quick,$(BENCH_FLAGS)),--steps 1,)
 bench: check-deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7 bench_vit
+	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7 bench_vit bench_inspect attnlab_inspect
 	$(BENCH_ENV) $(BUILD)/bin/bench_attention --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 	  $(BENCH_ENV) $(PYTHON) bench/bench_attention_torch.py --csv $(BENCH_OUT)/bench_attention.csv --threads $(BENCH_THREADS); \
@@ -110,19 +112,22 @@ bench: check-deps $(BUILD)/CMakeCache.txt
 	    --threads $(BENCH_THREADS) $(VIT_TORCH_FLAGS); \
 	else rm -f $(BENCH_OUT)/bench_vit_torch.csv; echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the ViT torch peer is skipped"; fi
 	$(BENCH_ENV) $(BUILD)/bin/bench_r7 --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(BENCH_ENV) $(BUILD)/bin/bench_inspect --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(PYTHON) tools/bench_inspect_report.py --results $(BENCH_OUT)
 	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT)
 
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick
 
 # The readers of untrusted files under libFuzzer with ASan and UBSan, FUZZ_SECONDS each: the .npy reader,
-# the IDX reader (raw and gzip) and a checkpoint's manifest.json. Any crash, sanitizer report or exception
+# the IDX reader (raw and gzip), the safetensors reader and a checkpoint's manifest.json. Any crash, sanitizer report or exception
 # other than the reader's own error stops a target with the input in $(FUZZ_BUILD)/artifacts/ and fails
 # `make fuzz`. New inputs accumulate in $(FUZZ_BUILD)/corpus-<target>; the committed seeds stay as they are.
 # Built by CMake (-DATTNLAB_FUZZ=ON, clang) against the library's own layer targets: no hand-picked sources.
-FUZZ_TARGETS := npy_fuzz idx_fuzz checkpoint_manifest_fuzz
+FUZZ_TARGETS := npy_fuzz idx_fuzz safetensors_fuzz checkpoint_manifest_fuzz
 npy_fuzz_FLAGS := -max_len=4096 -dict=fuzz/npy.dict
 idx_fuzz_FLAGS := -max_len=4096
+safetensors_fuzz_FLAGS := -max_len=4096 -dict=fuzz/safetensors.dict
 checkpoint_manifest_fuzz_FLAGS := -max_len=8192 -dict=fuzz/manifest.dict
 
 fuzz: check-deps check-fuzz-deps
@@ -135,7 +140,7 @@ fuzz: check-deps check-fuzz-deps
 	  seeds=fuzz/corpus; [ $$t = npy_fuzz ] || seeds=fuzz/corpus-$${t%_fuzz}; \
 	  echo "== $$t ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
 	  case $$t in npy_fuzz) flags="$(npy_fuzz_FLAGS)";; idx_fuzz) flags="$(idx_fuzz_FLAGS)";; \
-	    *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
+	    safetensors_fuzz) flags="$(safetensors_fuzz_FLAGS)";; *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
 	  $(FUZZ_BUILD)/bin/$$t -max_total_time=$(FUZZ_SECONDS) $$flags -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus-$$t $$seeds || exit 1; \
 	done
