@@ -85,17 +85,6 @@ nothing is written); 2 bad input, including an input whose estimated memory exce
   return help;
 }
 
-// A plain decimal integer in [lo, hi], with one message for either failure (CLI11's `&` prints both).
-CLI::Validator integer_in(long long lo, long long hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
-        if (std::string why = NonNegativeInteger(s); !why.empty()) return why;
-        if (s.size() > 18 || std::stoll(s) < lo || std::stoll(s) > hi) return fmt::format("{} is not in [{}, {}]", s, lo, hi);
-        return {};
-      },
-      fmt::format("in [{}, {}]", lo, hi));
-}
-
 void add_options(CLI::App& app, Options& o) {
   // Validators are built here, not at namespace scope: CLI11 keeps global validators of its own
   // whose initialisation order relative to ours is unspecified.
@@ -480,15 +469,7 @@ int main(int argc, char** argv) {
   CLI::App app("attend: an attention method of attnlab on .npy inputs, the output written as .npy", kName);
   app.formatter(std::make_shared<PlainHelpFormatter>());
   add_options(app, o);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "{}: {}\n", kName, e.what());
-    return kExitUsage;
-  }
+  if (const auto status = parse_command_line(app, argc, argv)) return *status;
   try {
     check_option_use(app, o);
   } catch (const UsageError& e) {

@@ -34,6 +34,14 @@ TEST_CASE("json reader: malformed text is one error naming the byte") {
   }
 }
 
+TEST_CASE("json reader: a key repeated within one object is refused, naming the key and its byte") {
+  CHECK_THROWS_WITH_AS(parse_json(R"({"a": 1, "b": 2, "a": 3})"), doctest::Contains("at byte 17: duplicate key \"a\""),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(parse_json(R"({"x": {"k": 1, "k": 1}})"), doctest::Contains("duplicate key \"k\""), std::runtime_error);
+  // The same key in different objects is no repetition.
+  CHECK_NOTHROW(parse_json(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 3}, {"k": 4}]})"));
+}
+
 TEST_CASE("json reader: integers only where exact; fields named in errors") {
   const Json j = parse_json(R"({"i": 42, "neg": -7, "big": 9007199254740992, "bigger": 9007199254740994,
                                "frac": 2.5, "huge": 1e300, "s": "x"})");

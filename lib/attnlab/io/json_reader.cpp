@@ -95,9 +95,14 @@ class JsonParser {
       if (!eat('}')) {
         do {
           skip();
+          const std::size_t key_at = i_;
           std::string key = string();
           expect(':');
-          (*obj)[key] = value(depth + 1);
+          // A repeated key is refused: which value counts would otherwise be up to the reader.
+          if (!obj->emplace(key, value(depth + 1)).second) {
+            i_ = key_at;
+            fail("duplicate key \"" + key + "\"");
+          }
         } while (eat(','));
         expect('}');
       }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace attnlab {
 
 const CLI::Validator FiniteNumber(
@@ -38,6 +40,29 @@ const CLI::Validator NonNegativeInteger(
       return {};
     },
     "UINT");
+
+CLI::Validator integer_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        if (std::string why = NonNegativeInteger(s); !why.empty()) return why;
+        if (s.size() > 18 || std::stoll(s) < lo || std::stoll(s) > hi) return fmt::format("{} is not in [{}, {}]", s, lo, hi);
+        return {};
+      },
+      fmt::format("in [{}, {}]", lo, hi));
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "{}: {}\n", app.get_name(), e.what());
+    return 2;  // kExitUsage (experiment_cli.hpp): bad usage
+  }
+  return std::nullopt;
+}
 
 std::string PlainHelpFormatter::make_option_opts(const CLI::Option* opt) const {
   if (!opt->get_option_text().empty() || opt->get_type_size() == 0) return CLI::Formatter::make_option_opts(opt);
