@@ -321,10 +321,7 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const Trai
 
 // The checkpoints' labels in the order a table first names them, as the notes cite them.
 std::string origin_of(const TableReader& t) {
-  std::vector<std::string> labels;
-  for (std::size_t r = 0; r < t.rows(); ++r)
-    if (std::find(labels.begin(), labels.end(), t.text(r, "checkpoint")) == labels.end()) labels.push_back(t.text(r, "checkpoint"));
-  return fmt::format("{}", fmt::join(labels, "; "));
+  return fmt::format("{}", fmt::join(t.distinct("checkpoint"), "; "));
 }
 
 // The end of both notes: the linear baseline trained beside the models (from the same run's vit_training_runs.csv),
@@ -421,7 +418,7 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
   std::map<std::string, std::pair<int, int>> g5, g6, both;
   std::map<Eigen::Index, std::pair<int, int>> g5_by_rank;  // the recipe optimal, by rank, B = G + S only
   std::map<std::string, std::pair<double, double>> cond_range;
-  std::vector<Eigen::Index> ranks;
+  const std::vector<std::int64_t> ranks = t.distinct_integers("r");  // in the table's order
   double worst_ratio = 0, worst_gap = 0, worst_remark = 0, max_unreachable_share = 0;
   std::int64_t rank_lo = 1 << 30, rank_hi = 0, cols = 0, n_regression = 0;
   int recipe_worse_than_zero = 0;
@@ -430,7 +427,6 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
     const double f_min = t.real(i, "f_min");
     const bool optimal = gap_ratio <= kRatioThreshold, matches = remark_ratio <= kRatioThreshold;
     const Eigen::Index r = t.integer(i, "r");
-    if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
     n_regression = std::max(n_regression, t.integer(i, "image") + 1);
     const std::string& fam = t.text(i, "family");
     auto& a5 = g5[fam]; a5.second++; a5.first += optimal;
