@@ -10,6 +10,7 @@
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/progress.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/attention/attention_cost.hpp"
 #include "attnlab/attention/linformer.hpp"
@@ -138,7 +139,8 @@ void measure_timing(const ExperimentCli& cli, const Shard& shard) {
     const bool quick = cli.options().quick;
     const int repeats = quick ? 3 : 5;
     const auto points = make_points(quick);
-    for (std::size_t i = 0; i < points.size(); ++i) {
+    Progress progress("U7, L2 timing", points.size());
+    for (std::size_t i = 0; i < points.size(); ++i, progress.tick()) {
       const auto& p = points[i];
       const auto c = linformer_cost(p.n, p.d, p.d, p.k, sizeof(double));
       const Measured md = measure<double>(p, repeats, derive_seed(cli.options().seed, i));

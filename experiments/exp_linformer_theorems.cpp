@@ -152,16 +152,21 @@ void measure_theorem1(const ExperimentCli& cli, const Sweep& sw, const Shard& sh
   });
   // The SVD reference: the smallest rank any P~ truncation needs, at each eps (empty where n is not in svd_n).
   std::vector<std::vector<Eigen::Index>> svd_rank(problems.size());
+  Progress svd_progress("U4-U5 SVD reference", problems.size());
   parallel_trials(problems.size(), [&](std::size_t j) {
     const std::size_t i = p_begin + j;
     const Eigen::Index n = sw.n[i % nn];
-    if (std::find(sw.svd_n.begin(), sw.svd_n.end(), n) == sw.svd_n.end()) return;
+    if (std::find(sw.svd_n.begin(), sw.svd_n.end(), n) == sw.svd_n.end()) {
+      svd_progress.tick();
+      return;
+    }
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(i)));  // the same inputs as the problem's
     const auto in = cli.given().attention_inputs_of(sw.families[i / nn], n, sw.d, rng);
     const BestRankAttention best(in.q, in.k, in.v);
     if (!(best.reconstruction_ratio() < 30))
       throw std::runtime_error(fmt::format("SVD of P failed its backward-error check (ratio {})", best.reconstruction_ratio()));
     for (double eps : sw.eps) svd_rank[j].push_back(best_rank_needed(best, eps));
+    svd_progress.tick();
   });
 
   CsvTable u4({text_col(col::family), int_col(col::n), int_col(col::d), real_col(col::eps), int_col(col::k_stated),

@@ -213,6 +213,7 @@ void measure_identity(const ExperimentCli& cli, const std::vector<std::string>& 
   struct IdAggregate { double ratio = 0; int pairs = 0, finite = 0, lhs_unrepresentable = 0, factor_overflow = 0; };
   const Shard::Range range = shard.range(iconf.size());
   std::vector<std::array<IdAggregate, 6>> iagg(range.size());  // 3 temperatures x {float, double}
+  Progress progress("U10 identity", range.size());
   parallel_trials(range.size(), [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     Rng rng(derive_seed(opt.seed, 200 + i));
@@ -232,6 +233,7 @@ void measure_identity(const ExperimentCli& cli, const std::vector<std::string>& 
           a.ratio = std::max(a.ratio, c.ratio);
         }
       }
+    progress.tick();
   });
   CsvTable it({text_col(col::family), int_col(col::d), text_col(col::temperature), text_col(col::precision),
                int_col(col::pairs), int_col(col::finite_pairs), int_col(col::lhs_unrepresentable),
