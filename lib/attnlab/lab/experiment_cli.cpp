@@ -250,18 +250,31 @@ int run_experiment(const std::string& name, const std::function<void()>& body) {
   }
 }
 
+namespace {
+
+// Judges the tables in `dir`, writes the rows into the ledger and prints each verdict on stdout, one line
+// per claim, the run's summary for whoever started it (none on given inputs: no verdict is formed there).
+void judge_and_record(const ExperimentCli& cli, const ExperimentParts& parts, const std::filesystem::path& dir) {
+  const std::vector<ClaimRow> rows = parts.judge(dir);
+  cli.write_claims(rows);
+  if (cli.uses_given()) return;
+  for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
+}
+
+}  // namespace
+
 int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
   return run_experiment(cli.name(), [&] {
     if (!cli.splits_measurement())
       throw std::logic_error("split_measurement() was not called before parse() (a defect of the experiment)");
     const std::filesystem::path& out = cli.options().out;
     if (cli.judging()) {
-      cli.write_claims(parts.judge(out));
+      judge_and_record(cli, parts, out);
       return;
     }
     if (!cli.sharded()) {
       parts.measure(Shard());
-      cli.write_claims(parts.judge(out));
+      judge_and_record(cli, parts, out);
       return;
     }
     // A shard: the old stamp goes first, the new one last, so a task killed midway leaves no stamp and
