@@ -302,7 +302,7 @@ void add_rows(CsvTable& table, const std::vector<Config>& configs, const std::ve
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("bench_attention", "issue 6: fast attention kernels timed on the report's grid and long sequences");
+  ExperimentCli cli("bench_attention", "fast attention kernels timed on the report's grid and long sequences");
   int repeats = kBenchMaxRuns;
   std::string one;
   cli.add_integer("--repeats", repeats,

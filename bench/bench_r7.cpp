@@ -12,7 +12,7 @@
 using namespace attnlab;
 
 int main(int argc, char** argv) {
-  ExperimentCli cli("bench_r7", "issue 6: R7's low-rank eigen path against the dense solver (d = 4096, d_k = 64)");
+  ExperimentCli cli("bench_r7", "R7's low-rank eigen path against the dense solver (d = 4096, d_k = 64)");
   int repeats = 5;
   cli.add_integer("--repeats", repeats, "at most this many timed runs of each path, after a warm-up (as many as fit 5 s; a run longer than that is timed alone), 1 to 1000",
                   1, 1000, true);
