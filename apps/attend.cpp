@@ -453,15 +453,7 @@ int main(int argc, char** argv) {
   CLI::App app("attend: an attention method of attnlab on .npy inputs, the output written as .npy", kName);
   app.formatter(std::make_shared<PlainHelpFormatter>());
   add_options(app, o);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "{}: {}\n", kName, e.what());
-    return kExitUsage;
-  }
+  if (const auto status = parse_command_line(app, argc, argv)) return *status;
   try {
     check_option_use(app, o);
   } catch (const UsageError& e) {

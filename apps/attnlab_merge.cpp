@@ -28,15 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("shards", dirs, "shard directories (each holding <experiment>.shard.json stamps)")
       ->type_name("DIR...")
       ->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "{}: {}\n", kName, e.what());
-    return kExitUsage;
-  }
+  if (const auto status = parse_command_line(app, argc, argv)) return *status;
   try {
     const auto merged = merge_shards(dirs, out);
     fmt::print("{}: merged {} into {}\n", kName, fmt::join(merged, ", "), out.string());

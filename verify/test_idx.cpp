@@ -9,12 +9,12 @@
 #include <fstream>
 #include <string>
 #include <vector>
-#include <zlib.h>
 
 #include "attnlab/io/idx.hpp"
 #include "support.hpp"
 
 using namespace attnlab;
+using attnlab::testing::gzip;
 using attnlab::testing::ScratchDir;
 namespace fs = std::filesystem;
 
@@ -54,21 +54,6 @@ Bytes images_file(std::uint32_t count, std::uint32_t rows, std::uint32_t cols) {
 }
 
 Bytes labels_file(std::uint32_t count) { return idx_file(0x801, {count}, pattern(count, 10)); }
-
-// One gzip member (RFC 1952) of `raw`, as gzip -9 writes it.
-Bytes gzip(const Bytes& raw) {
-  z_stream zs{};
-  REQUIRE(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) == Z_OK);
-  Bytes out(deflateBound(&zs, static_cast<uLong>(raw.size())) + 64);
-  zs.next_in = const_cast<Bytef*>(raw.data());
-  zs.avail_in = static_cast<uInt>(raw.size());
-  zs.next_out = out.data();
-  zs.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
 
 std::string write(const fs::path& path, const Bytes& b) {
   std::ofstream out(path, std::ios::binary);

@@ -270,15 +270,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the random sizes, inputs and draws")->check(NonNegativeInteger)->capture_default_str();
   app.add_option("--random-rounds", random_rounds, "rounds of random sizes after the edge sizes 1, 2, 3")
       ->check(NonNegativeInteger & CLI::Range(0, 20))->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "{}: {}\n", name, e.what());
-    return kExitUsage;
-  }
+  if (const auto status = parse_command_line(app, argc, argv)) return *status;
   try {
     ensure_writable_directory(out);
   } catch (const OutputError& e) {

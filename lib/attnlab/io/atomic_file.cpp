@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attnlab/io/file_kind.hpp"
+
 namespace attnlab {
 namespace {
 
@@ -73,16 +75,6 @@ void unregister_temporary(std::size_t index) {
   if (index >= kTempSlots) return;
   std::lock_guard<std::mutex> lock(g_temp_slots_mutex);
   g_temp_slots[index].used.store(false, std::memory_order_release);
-}
-
-const char* file_kind(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
 }
 
 // Closes and unlinks the temporary file unless released after a successful rename.

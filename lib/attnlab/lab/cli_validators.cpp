@@ -2,9 +2,12 @@
 #include "attnlab/lab/cli_validators.hpp"
 
 #include <charconv>
+#include <fmt/format.h>
 #include <cmath>
 #include <cstdint>
 #include <string>
+
+#include "attnlab/lab/experiment_cli.hpp"
 
 namespace attnlab {
 
@@ -63,6 +66,20 @@ std::string PlainHelpFormatter::make_option_desc(const CLI::Option* opt) const {
   const std::string def = opt->get_default_str();
   if (!def.empty() && desc.find("default") == std::string::npos) desc += " (default " + def + ")";
   return desc;
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // One line naming the problem; CLI11's own failure message adds a second line.
+    fmt::print(stderr, "{}: {}\n", app.get_name(), e.what());
+    return kExitUsage;
+  }
+  return std::nullopt;
 }
 
 }  // namespace attnlab

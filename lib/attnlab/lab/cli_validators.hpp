@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 
 namespace attnlab {
 
@@ -23,5 +24,10 @@ class PlainHelpFormatter : public CLI::Formatter {
   std::string make_option_opts(const CLI::Option* opt) const override;
   std::string make_option_desc(const CLI::Option* opt) const override;
 };
+
+// Parses `app`'s command line as every program of ours does: --help prints the help (exit status 0); a
+// bad flag prints one line "<app name>: <problem>" on stderr (exit status 2, kExitUsage). Returns the
+// status to exit with, or nothing when the program goes on.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace attnlab

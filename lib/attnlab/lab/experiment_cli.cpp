@@ -95,16 +95,7 @@ void ExperimentCli::split_measurement() {
 }
 
 void ExperimentCli::parse(int argc, char** argv) {
-  try {
-    parser_->parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", parser_->help());
-    std::exit(0);
-  } catch (const CLI::ParseError& e) {
-    // One line naming the problem; CLI11's own failure message adds a second line.
-    fmt::print(stderr, "{}: {}\n", name_, e.what());
-    std::exit(kExitUsage);
-  }
+  if (const auto status = parse_command_line(*parser_, argc, argv)) std::exit(*status);
   try {
     if (given_) given_->load();
   } catch (const GivenInputsError& e) {
