@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <vector>
+#include <sys/stat.h>
 
 #include "attnlab/io/idx.hpp"
 #include "support.hpp"
@@ -314,4 +315,26 @@ TEST_CASE("The installed Fashion-MNIST is the published data set") {
     CHECK(std::count(data.train_labels.begin(), data.train_labels.end(), c) == 6000);
     CHECK(std::count(data.test_labels.begin(), data.test_labels.end(), c) == 1000);
   }
+}
+
+TEST_CASE("bug: a gzip stream going on past what its header declares was inflated to its end; now reading stops one piece past") {
+  // A header declaring 3 labels, then 64 members of 1 MiB of zeros each: 64 MiB of trailing data, which
+  // the reader used to inflate whole to count them (a 64 KB file here; gigabytes in a hostile one).
+  ScratchDir dir;
+  Bytes file = gzip(labels_file(3));
+  const Bytes member = gzip(Bytes(std::size_t{1} << 20, 0));
+  for (int i = 0; i < 64; ++i) file.insert(file.end(), member.begin(), member.end());
+  check_labels_refused(dir.path() / "labels.gz", file, "more than 1048576 bytes of trailing data: the header says 3 bytes; reading stopped there");
+  // A few trailing bytes are still counted exactly.
+  Bytes few = labels_file(3);
+  few.insert(few.end(), {0, 0});
+  check_labels_refused(dir.path() / "labels.gz", gzip(few), "2 bytes of trailing data: the header says 3 bytes, the file has 5");
+}
+
+TEST_CASE("IDX files are opened without blocking: a FIFO or device is refused at once") {
+  ScratchDir dir;
+  REQUIRE(::mkfifo((dir.path() / "fifo").c_str(), 0644) == 0);
+  const std::string fifo = (dir.path() / "fifo").string();
+  check_message(idx_error([&] { read_idx_images(fifo); }), fifo, "is a FIFO, not a regular file");
+  check_message(idx_error([&] { read_idx_labels("/dev/zero"); }), "/dev/zero", "is a character device, not a regular file");
 }
