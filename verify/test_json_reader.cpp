@@ -55,7 +55,14 @@ std::string manifest(const std::string& D = "8", const std::string& stride = "2"
          R"(, "H": 2, "L": 1, "mlp": 12, "n": 16, "patch": 4, "stride": )" + stride +
          R"(, "pad": 1, "image": 8, "classes": 10, "projection_k": 0, "features": 0, "landmarks": 0,
             "pinv_iterations": 0, "seed": 7, "step": 3,
-            "parameters": [{"name": "embed.W", "file": "embed.W.npy", "shape": )" + shape + "}]}";
+            "parameters": [{"name": "embed.W", "file": "embed.W.npy", "shape": )" + shape +
+         R"(, "dtype": "float32", "kind": "parameter"}]})";
+}
+
+// manifest() with its parameters list replaced by `parameters`.
+std::string with_parameters(const std::string& parameters) {
+  std::string text = manifest();
+  return text.substr(0, text.find("\"parameters\"")) + "\"parameters\": " + parameters + "}";
 }
 
 }  // namespace
@@ -66,7 +73,9 @@ TEST_CASE("checkpoint manifest: a good one parses; hostile widths are refused, n
   CHECK(m.info.config.tokens() == 16);
   CHECK(m.info.step == 3);
   REQUIRE(m.tensors.count("embed.W") == 1);
-  CHECK(m.tensors.at("embed.W").second == std::vector<std::size_t>{16, 8});
+  CHECK(m.tensors.at("embed.W").shape == std::vector<std::size_t>{16, 8});
+  CHECK(m.tensors.at("embed.W").file == "embed.W.npy");
+  CHECK(m.tensors.at("embed.W").kind == "parameter");
   // One line: the checkpoint, the file, then the problem.
   const auto refused = [](const std::string& text, const char* fragment) {
     INFO(text);
@@ -87,4 +96,44 @@ TEST_CASE("checkpoint manifest: a good one parses; hostile widths are refused, n
   refused(manifest("8", "2", "7"), "\"shape\" is not an array");
   refused("[]", "manifest is not an object");
   refused("{", "malformed JSON");
+}
+
+TEST_CASE("bug: duplicate JSON keys were resolved last-wins; now the file is refused") {
+  // A manifest that says "D": 8 and then "D": 64 says two things; the second silently won.
+  for (const char* text : {R"({"a": 1, "a": 2})", R"({"a": {"b": 1, "b": 1}})", R"([{"k": "x"}, {"k": 1, "k": 1}])",
+                           "{\"a\\nb\": 1, \"a\\nb\": 2}"}) {
+    INFO(text);
+    CHECK_THROWS_WITH_AS(parse_json(text), doctest::Contains("duplicate key"), std::runtime_error);
+    try {
+      parse_json(text);
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);  // one line, even for a key holding a newline
+    }
+  }
+  // The same key in two objects is two keys.
+  CHECK_NOTHROW(parse_json(R"([{"a": 1}, {"a": 2}])"));
+  std::string text = manifest();
+  text.insert(text.find("\"H\""), "\"D\": 64, ");
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(text, "checkpoint c"), doctest::Contains("duplicate key \"D\""), CheckpointError);
+}
+
+TEST_CASE("bug: a manifest listing a tensor twice silently took the second entry; now refused, with dtype and kind checked") {
+  const std::string wq = R"({"name": "block0.attn.Wq", "file": "block0.attn.Wq.npy", "shape": [8, 8], "dtype": "float32", "kind": "parameter"})";
+  const std::string wk_as_wq = R"({"name": "block0.attn.Wq", "file": "block0.attn.Wk.npy", "shape": [8, 8], "dtype": "float32", "kind": "parameter"})";
+  CHECK_NOTHROW(parse_checkpoint_manifest(with_parameters("[" + wq + "]"), "checkpoint c"));
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(with_parameters("[" + wq + ", " + wk_as_wq + "]"), "checkpoint c"),
+                       doctest::Contains("\"block0.attn.Wq\" is listed twice"), CheckpointError);
+  // The dtype must be what the files hold (float32), the kind one the loader knows; neither may be missing.
+  const auto entry = [](const std::string& dtype, const std::string& kind) {
+    return with_parameters(R"([{"name": "w", "file": "w.npy", "shape": [2])" + dtype + kind + "}]");
+  };
+  CHECK_NOTHROW(parse_checkpoint_manifest(entry(R"(, "dtype": "float32")", R"(, "kind": "buffer")"), "checkpoint c"));
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry(R"(, "dtype": "float64")", R"(, "kind": "parameter")"), "checkpoint c"),
+                       doctest::Contains("\"w\" has dtype \"float64\"; a checkpoint's tensors are float32"), CheckpointError);
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry(R"(, "dtype": "float32")", R"(, "kind": "weights")"), "checkpoint c"),
+                       doctest::Contains("kind \"weights\", neither parameter nor buffer"), CheckpointError);
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry("", R"(, "kind": "parameter")"), "checkpoint c"),
+                       doctest::Contains("no \"dtype\""), CheckpointError);
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry(R"(, "dtype": "float32")", ""), "checkpoint c"),
+                       doctest::Contains("no \"kind\""), CheckpointError);
 }
