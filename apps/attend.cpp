@@ -394,7 +394,12 @@ int run(const Options& o) {
   const Input<T> q = read_input<T>("--q", o.q), k = read_input<T>("--k", o.k), v = read_input<T>("--v", o.v);
   check_shapes(q, k, v);
   if (!o.save_draws.empty()) check_save_draws_path(o.save_draws);
-  const MemoryNeed need = estimate_memory(o, q.stack, k.stack, v.stack, omp_get_max_threads());
+  // Workers over heads: no more threads than heads (the output is the same for any count), and no more
+  // than whose stacks fit, or the OpenMP runtime would stop the process with a message of its own.
+  const int workers = static_cast<int>(std::min<Eigen::Index>(o.threads > 0 ? o.threads : omp_get_num_procs(), q.stack.count()));
+  if (const std::string problem = thread_memory_problem(workers); !problem.empty()) throw UsageError("--threads: " + problem);
+  omp_set_num_threads(workers);
+  const MemoryNeed need = estimate_memory(o, q.stack, k.stack, v.stack, workers);
   if (const double avail = available_memory(); need.bytes > avail)
     throw UsageError(fmt::format(
         "--method {} needs about {} here ({}), {} available{}", o.method, gib_text(need.bytes),
@@ -460,8 +465,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", kName, e.what());
     return kExitUsage;
   }
-  omp_set_num_threads(o.threads > 0 ? o.threads : omp_get_num_procs());
-  // Heads run in parallel; Eigen's own threading would change summation order with --threads.
+  // Heads run in parallel (run() sets the thread count); Eigen's own threading would change summation
+  // order with --threads.
   Eigen::setNbThreads(1);
   try {
     return o.dtype == "float" ? run<float>(o) : run<double>(o);
