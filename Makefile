@@ -41,31 +41,36 @@ test: check-deps
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# `make results JOBS=N` (JOBS on the command line): every experiment's sweep cut into SHARDS shards (default
-# JOBS) run as JOBS parallel processes, merged, judged and reported, then published into results/ exactly
-# like the one-process run (tools/run_sharded.sh; the tables and ledger are the same byte for byte, timings
-# aside). Without JOBS on the command line, one process runs the experiments one after another.
-SHARDED_RUN ?= $(BUILD)/sharded-run
+# `make results`: every experiment through tools/run_sharded.sh (docs/cluster.md), one task at a time with
+# all cores, or with `make results JOBS=N` (JOBS on the command line) N tasks at a time, each experiment's
+# sweep cut into SHARDS tasks (default JOBS); then merged, judged, reported and published into results/.
+# The tables and ledger are those of the one-process run byte for byte (timings aside). The training sweep
+# (hours) is cut into TRAINING_TASKS tasks (at least SHARDS) of about equal counted FLOPs. Interrupted
+# (Ctrl-C, a failed task, a crash, a reboot), the same command resumes: it keeps every task whose stamp
+# proves it finished and runs the rest, saying how many of each in one line. It refuses to mix in a run
+# of another build, seed or mode: FRESH=1 starts afresh (so does any run after a published one).
+RESULTS_RUN ?= $(BUILD)/results-run
+TRAINING_TASKS ?= 8
+RESULTS_JOBS := $(if $(filter command line,$(origin JOBS)),$(JOBS),1)
+RESULTS_SHARDS := $(or $(SHARDS),$(if $(filter command line,$(origin JOBS)),$(JOBS),1))
+RESULTS_TRAINING := $(shell echo $$(( $(TRAINING_TASKS) > $(RESULTS_SHARDS) ? $(TRAINING_TASKS) : $(RESULTS_SHARDS) )))
 results: check-deps
 	@$(MAKE) --no-print-directory build
-ifeq ($(origin JOBS),command line)
-	rm -rf $(SHARDED_RUN)
-	tools/run_sharded.sh --shards $(or $(SHARDS),$(JOBS)) --jobs $(JOBS) --seed $(SEED) --bin $(BUILD)/bin \
-	  --out $(SHARDED_RUN) --publish results
-else
-	REPORT=1 tools/run_experiments.sh $(BUILD)/bin results --seed $(SEED)
-endif
+	tools/run_sharded.sh --shards $(RESULTS_SHARDS) --jobs $(RESULTS_JOBS) --split exp_vit_training=$(RESULTS_TRAINING) \
+	  --seed $(SEED) --bin $(BUILD)/bin --out $(RESULTS_RUN) --publish results $(if $(filter 1,$(FRESH)),--fresh)
 
-# Slurm (issue 16, README "Running on a cluster"): `make slurm SHARDS=N [PARTITION=p] [SLURM_FLAGS=--quick]`
-# builds, then submits one job array per experiment (N tasks) and the merge-judge-report job after them,
-# and prints the job ids; the run lands in SLURM_RUN (RUN/merged when done). It needs only cmake, the
-# compilers and sbatch on the login node (no Debian package check: clusters run other distributions).
+# Slurm (docs/cluster.md): `make slurm SHARDS=N [PARTITION=p] [SLURM_FLAGS=--quick]` builds, then submits one
+# job array per experiment (N tasks; the training sweep in TRAINING_TASKS tasks, at least N) and the
+# merge-judge-report job after them, and prints the job ids; the run lands in SLURM_RUN (RUN/merged when
+# done). SLURM_FLAGS passes more of slurm/submit.sh's options (--split EXP=K, --flags EXP=FLAGS). It needs
+# only cmake, the compilers and sbatch on the login node (no Debian package check: clusters run other
+# distributions).
 SLURM_RUN ?= $(BUILD)/slurm-runs/$(shell date +%Y%m%d-%H%M%S)
 slurm: $(BUILD)/CMakeCache.txt
 	@test -n "$(SHARDS)" || { echo "make slurm: give SHARDS=N (tasks per experiment), e.g. make slurm SHARDS=4 PARTITION=short"; exit 2; }
 	cmake --build $(BUILD) -j $(JOBS)
-	slurm/submit.sh --shards $(SHARDS) $(if $(PARTITION),--partition $(PARTITION)) --seed $(SEED) --bin $(BUILD)/bin \
-	  $(SLURM_FLAGS) --out $(SLURM_RUN)
+	slurm/submit.sh --shards $(SHARDS) --split exp_vit_training=$$(( $(TRAINING_TASKS) > $(SHARDS) ? $(TRAINING_TASKS) : $(SHARDS) )) \
+	  $(if $(PARTITION),--partition $(PARTITION)) --seed $(SEED) --bin $(BUILD)/bin $(SLURM_FLAGS) --out $(SLURM_RUN)
 
 # A real Slurm on this machine (as root): installs slurm-wlm and munge if missing, starts munged, slurmctld
 # and slurmd in a scratch directory, runs the quick sweep as job arrays (one task cancelled and rerun on
@@ -78,8 +83,9 @@ test-slurm: check-deps
 report: check-deps
 	python3 tools/make_report.py --results results --seed $(SEED)
 
-# The benchmark (issue 6): our kernels, then the PyTorch peer on the same configurations (skipped with a
-# message when Debian's python3-torch is missing), then the table and figures. BENCH_FLAGS=--quick for a smoke run.
+# The benchmark (docs/performance.md): our kernels, then the PyTorch peer on the same configurations (skipped with a
+# message when Debian's python3-torch is missing), then the table and figures (results/bench_attention.md).
+# BENCH_FLAGS=--quick for a smoke run.
 BENCH_THREADS ?= 2
 BENCH_FLAGS ?=
 # A quick benchmark never lands in the committed results (quick and full runs refuse each other's directory).
@@ -89,33 +95,39 @@ PYTHON ?= /usr/bin/python3
 # otherwise every timed run pays page faults for the memory the previous run gave back to the kernel,
 # which costs small configurations up to 5x (measured on linear attention, batch 32, heads 4, n 128).
 BENCH_ENV ?= GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
-# bench_vit (issue 14): ViT training throughput against the sgemm rate; its PyTorch peer trains the same model at
-# batch 256 (--quick: batch 32, one timed step) into bench_vit_torch.csv.
-VIT_TORCH_FLAGS = $(if $(findstring --quick,$(BENCH_FLAGS)),--batch 32 --steps 1,)
+# bench_inspect: attnlab_inspect on LLaMA-shaped checkpoints up to a 7B model's attention (2 GiB written once under
+# $(BUILD)/bench-inspect), judged and tabled in bench_inspect.md by tools/bench_inspect_report.py.
+# bench_vit: ViT training throughput of every attention method against the sgemm rate; its PyTorch peer trains the
+# same models at the same batches (bench_vit.csv's rows; --quick: one timed step each) into bench_vit_torch.csv.
+VIT_TORCH_FLAGS = $(if $(findstring --quick,$(BENCH_FLAGS)),--steps 1,)
 bench: check-deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7 bench_vit
+	cmake --build $(BUILD) -j $(JOBS) --target bench_attention bench_r7 bench_vit bench_inspect attnlab_inspect
 	$(BENCH_ENV) $(BUILD)/bin/bench_attention --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
 	  $(BENCH_ENV) $(PYTHON) bench/bench_attention_torch.py --csv $(BENCH_OUT)/bench_attention.csv --threads $(BENCH_THREADS); \
 	else echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the torch peer is skipped"; fi
 	$(BENCH_ENV) $(BUILD)/bin/bench_vit --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then \
-	  $(BENCH_ENV) $(PYTHON) bench/bench_vit_torch.py --csv $(BENCH_OUT)/bench_vit_torch.csv --threads $(BENCH_THREADS) $(VIT_TORCH_FLAGS); \
+	  $(BENCH_ENV) $(PYTHON) bench/bench_vit_torch.py --like $(BENCH_OUT)/bench_vit.csv --csv $(BENCH_OUT)/bench_vit_torch.csv \
+	    --threads $(BENCH_THREADS) $(VIT_TORCH_FLAGS); \
 	else rm -f $(BENCH_OUT)/bench_vit_torch.csv; echo "PyTorch not found ($(PYTHON) cannot import torch; Debian package python3-torch): the ViT torch peer is skipped"; fi
 	$(BENCH_ENV) $(BUILD)/bin/bench_r7 --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
-	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT) $(if $(findstring --quick,$(BENCH_FLAGS)),,--readme README.md)
+	$(BENCH_ENV) $(BUILD)/bin/bench_inspect --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
+	$(PYTHON) tools/bench_inspect_report.py --results $(BENCH_OUT)
+	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT)
 
 quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick
 
 # The readers of untrusted files under libFuzzer with ASan and UBSan, FUZZ_SECONDS each: the .npy reader,
-# the IDX reader (raw and gzip) and a checkpoint's manifest.json. Any crash, sanitizer report or exception
+# the IDX reader (raw and gzip), the safetensors reader and a checkpoint's manifest.json. Any crash, sanitizer report or exception
 # other than the reader's own error stops a target with the input in $(FUZZ_BUILD)/artifacts/ and fails
 # `make fuzz`. New inputs accumulate in $(FUZZ_BUILD)/corpus-<target>; the committed seeds stay as they are.
 # Built by CMake (-DATTNLAB_FUZZ=ON, clang) against the library's own layer targets: no hand-picked sources.
-FUZZ_TARGETS := npy_fuzz idx_fuzz checkpoint_manifest_fuzz
+FUZZ_TARGETS := npy_fuzz idx_fuzz safetensors_fuzz checkpoint_manifest_fuzz
 npy_fuzz_FLAGS := -max_len=4096 -dict=fuzz/npy.dict
 idx_fuzz_FLAGS := -max_len=4096
+safetensors_fuzz_FLAGS := -max_len=4096 -dict=fuzz/safetensors.dict
 checkpoint_manifest_fuzz_FLAGS := -max_len=8192 -dict=fuzz/manifest.dict
 
 fuzz: check-deps check-fuzz-deps
@@ -128,7 +140,7 @@ fuzz: check-deps check-fuzz-deps
 	  seeds=fuzz/corpus; [ $$t = npy_fuzz ] || seeds=fuzz/corpus-$${t%_fuzz}; \
 	  echo "== $$t ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
 	  case $$t in npy_fuzz) flags="$(npy_fuzz_FLAGS)";; idx_fuzz) flags="$(idx_fuzz_FLAGS)";; \
-	    *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
+	    safetensors_fuzz) flags="$(safetensors_fuzz_FLAGS)";; *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
 	  $(FUZZ_BUILD)/bin/$$t -max_total_time=$(FUZZ_SECONDS) $$flags -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus-$$t $$seeds || exit 1; \
 	done

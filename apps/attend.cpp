@@ -84,17 +84,6 @@ nothing is written); 2 bad input, including an input whose estimated memory exce
   return help;
 }
 
-// A plain decimal integer in [lo, hi], with one message for either failure (CLI11's `&` prints both).
-CLI::Validator integer_in(long long lo, long long hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
-        if (std::string why = NonNegativeInteger(s); !why.empty()) return why;
-        if (s.size() > 18 || std::stoll(s) < lo || std::stoll(s) > hi) return fmt::format("{} is not in [{}, {}]", s, lo, hi);
-        return {};
-      },
-      fmt::format("in [{}, {}]", lo, hi));
-}
-
 void add_options(CLI::App& app, Options& o) {
   // Validators are built here, not at namespace scope: CLI11 keeps global validators of its own
   // whose initialisation order relative to ours is unspecified.

@@ -1,6 +1,7 @@
-// bench_vit (issue 14, "Performance"): training throughput of the exact-softmax ViT (the default ViTConfig,
-// float) at the experiment's batch (16) and at the PyTorch peer's (256), as counted training FLOPs per second
-// against this machine's sgemm rate measured in the same run.
+// bench_vit (docs/performance.md): training throughput of the ViT (the default ViTConfig, float) with every
+// trainable attention method at the training experiment's batch (16), and with exact attention also at the
+// PyTorch peer's (256), as counted training FLOPs per second (model/flops.hpp) against this machine's sgemm
+// rate measured in the same run; then a profile per method of where a step's time goes.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -82,7 +83,7 @@ struct Part {
 // "mlp linears" is the MLP without its GELU. "other" is the whole minus the parts (residual adds, the loss).
 // The optimiser runs once per step, not per chunk: "adam (per step)" is one Adam update of every parameter.
 std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, int repeats) {
-  ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+  ViT<float> model(config);
   const Eigen::Index n = config.tokens(), H = config.heads, B = kChunkImages;
   const auto L = static_cast<std::size_t>(config.layers);
   std::vector<std::int64_t> images(static_cast<std::size_t>(B));
@@ -130,7 +131,7 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
       const auto& attention = model.attention(static_cast<Eigen::Index>(l));
       mha_forward(a.ln1_out, p.blocks[l].attn, attention, n, H, out, a.mha, true);
       mha_backward(a.ln1_out, p.blocks[l].attn, attention, n, H, a.mha, d_tokens, dx, g.blocks[l].attn,
-                   static_cast<std::vector<Mat<float>>*>(nullptr));
+                   &grads.method[l]);  // the method's own parameters (Linformer's E, F), as the trainer passes them
     }
   });
   const Eigen::Index dk = config.head_width();
@@ -147,11 +148,11 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
           vh = a.mha.v.block(b * n, h * dk, n, dk);
           auto& tape = a.mha.heads[static_cast<std::size_t>(b * H + h)];
           method.forward(h, qh, kh, vh, oh, &tape);
-          method.backward(h, *tape, d_head, dqh, dkh, dvh, nullptr);
+          method.backward(h, *tape, d_head, dqh, dkh, dvh, &grads.method[l]);
         }
     }
   });
-  parts.emplace_back("attention (exact softmax, every head)", attention, f.attention * per_chunk);
+  parts.emplace_back(fmt::format("attention ({}, every head)", config.attention.method), attention, f.attention * per_chunk);
   parts.emplace_back("projections (Q, K, V, O, head copies)", mha - attention, f.projections * per_chunk);
   const double mlp = time([&] {
     for (std::size_t l = 0; l < L; ++l) {
@@ -185,87 +186,124 @@ std::vector<Part> profile_chunk(const ViTConfig& config, const ImageSet& data, i
   return parts;
 }
 
-}  // namespace
+// The timed configurations: every method at the experiment's batch (16), then exact attention at the
+// PyTorch peer's (256; --quick: 32), in the order trainable_attention_names() lists the methods.
+struct Config {
+  std::string method;
+  std::int64_t batch;
+};
+std::vector<Config> configurations(const std::string& method, bool quick) {
+  std::vector<Config> out;
+  for (const auto& m : trainable_attention_names())
+    if (method == "all" || method == m) out.push_back({m, 16});
+  if (method == "all" || method == "exact") out.push_back({"exact", quick ? 32 : 256});
+  return out;
+}
 
-int main(int argc, char** argv) {
-  ExperimentCli cli("bench_vit", "issue 14: ViT training throughput (exact attention, float) against the sgemm rate");
-  int repeats = 7;
-  cli.add_integer("--repeats", repeats, "timed training steps per batch size, after one warm-up step (median reported), 1 to 1000",
-                  1, 1000, true);
-  cli.parse(argc, argv);
-  return run_experiment(cli.name(), [&] {
-    const auto& opt = cli.options();
-    Rng rng(derive_seed(opt.seed, 1));
-    // The sgemm ceiling side by side with the steps, as bench_attention measures it (bench/gemm_rate.hpp's
-    // row_ceiling): in full before the first batch size and after the last, briefly between them.
-    bench::GemmProbe probe = bench::ceiling_probe(opt.quick, opt.threads, rng);
-    auto before = bench::full_ceiling(probe, opt.quick, " at the start");
-    // The experiment's batch and the PyTorch peer's (bench/bench_vit_torch.py); --quick: 16 and 32.
-    const std::vector<std::int64_t> batches = opt.quick ? std::vector<std::int64_t>{16, 32} : std::vector<std::int64_t>{16, 256};
-    const int timed = opt.quick ? std::min(repeats, 2) : repeats;
-
-    ViTConfig config;  // vit_spec.md's model: n 196, D 64, 4 heads, 2 blocks, MLP 128, exact attention
+// Times every configuration, each row against the sgemm rates measured just before and just after it (the full
+// measurement before the first and after the last), into bench_vit.csv.
+void time_configurations(const ExperimentCli& cli, const std::vector<Config>& configs, const ImageSet& data, int timed,
+                         Rng& rng) {
+  const auto& opt = cli.options();
+  // The sgemm ceiling side by side with the steps, as bench_attention measures it (bench/gemm_rate.hpp's
+  // row_ceiling): in full before the first configuration and after the last, briefly between them.
+  bench::GemmProbe probe = bench::ceiling_probe(opt.quick, opt.threads, rng);
+  auto before = bench::full_ceiling(probe, opt.quick, " at the start");
+  CsvTable table({text_col("method"), text_col("impl"), text_col("dtype"), int_col("batch"), int_col("threads"),
+                  int_col("D"), int_col("heads"), int_col("layers"), int_col("mlp"), int_col("n"), int_col("repeats"),
+                  real_col("median_s"), real_col("min_s"), real_col("max_s"), real_col("user_s"), real_col("sys_s"),
+                  real_col("images_per_s"), real_col("counted_gflop_per_step"), real_col("gflops"),
+                  real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
+                  real_col("gemm_before_gflops"), real_col("gemm_after_gflops"), real_col("gemm_share")});
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    ViTConfig config;  // vit_spec.md's model: n 196, D 64, 4 heads, 2 blocks, MLP 128
     config.seed = opt.seed;
-    config.attention.method = "exact";
-    // Random images and labels: pixel values do not change the work.
-    const std::int64_t most = *std::max_element(batches.begin(), batches.end());
-    const auto side = static_cast<std::size_t>(config.image);
-    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(most) * side * side), labels(static_cast<std::size_t>(most));
-    for (auto& p : pixels) p = static_cast<std::uint8_t>(rng.uniform() * 256.0);
-    for (auto& l : labels) l = static_cast<std::uint8_t>(rng.uniform() * static_cast<double>(config.classes));
-    const ImageSet data{pixels, labels, config.image};
-
-    CsvTable table({text_col("method"), text_col("impl"), text_col("dtype"), int_col("batch"), int_col("threads"),
-                    int_col("D"), int_col("heads"), int_col("layers"), int_col("mlp"), int_col("n"), int_col("repeats"),
-                    real_col("median_s"), real_col("min_s"), real_col("max_s"), real_col("user_s"), real_col("sys_s"),
-                    real_col("images_per_s"), real_col("counted_gflop_per_step"), real_col("gflops"),
-                    real_col("gemm_gflops"), real_col("eigen_gemm_gflops"), real_col("openblas_gemm_gflops"),
-                    real_col("gemm_before_gflops"), real_col("gemm_after_gflops"), real_col("gemm_share")});
-    for (std::size_t i = 0; i < batches.size(); ++i) {
-      const std::int64_t batch = batches[i];
-      ViT<float> model(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
-      Trainer<float> trainer(model);
-      const auto times = time_steps(trainer, data, batch, timed);
-      std::vector<double> wall, user, sys;
-      for (const auto& t : times) {
-        wall.push_back(t.wall);
-        user.push_back(t.user);
-        sys.push_back(t.system);
-      }
-      const double seconds = median(wall);
-      const double flops = vit_training_flops(config, batch);
-      const double gflops = flops / seconds * 1e-9;
-      const auto after =
-          i + 1 == batches.size() ? bench::full_ceiling(probe, opt.quick, " at the end") : bench::beside_ceiling(probe);
-      const bench::RowCeiling ceiling = bench::row_ceiling(before, after);
-      const double gemm = ceiling.gemm;
-      table.add_row({config.attention.method, "attnlab", "float32", batch, opt.threads, config.D, config.heads,
-                     config.layers, config.mlp, config.tokens(), timed, seconds,
-                     *std::min_element(wall.begin(), wall.end()), *std::max_element(wall.begin(), wall.end()),
-                     median(user), median(sys), static_cast<double>(batch) / seconds, flops * 1e-9, gflops, gemm,
-                     ceiling.eigen, ceiling.openblas, ceiling.before_best, ceiling.after_best, gflops / gemm});
-      before = after;
-      fmt::print(stderr, "bench_vit: exact ViT, float, batch {}, {} threads: {:.4f} s per step (median of {}; user {:.4f} s, "
-                 "system {:.4f} s), {:.0f} images/s, {:.1f} GFLOP/s counted = {:.0f}% of sgemm\n",
-                 batch, opt.threads, seconds, timed, median(user), median(sys), static_cast<double>(batch) / seconds,
-                 gflops, 100 * gflops / gemm);
+    config.attention.method = configs[i].method;
+    const std::int64_t batch = configs[i].batch;
+    ViT<float> model(config);
+    Trainer<float> trainer(model);
+    const auto times = time_steps(trainer, data, batch, timed);
+    std::vector<double> wall, user, sys;
+    for (const auto& t : times) {
+      wall.push_back(t.wall);
+      user.push_back(t.user);
+      sys.push_back(t.system);
     }
-    table.write(cli.output_path("bench_vit.csv"));
+    const double seconds = median(wall);
+    const double flops = vit_training_flops(config, batch);
+    const double gflops = flops / seconds * 1e-9;
+    const auto after =
+        i + 1 == configs.size() ? bench::full_ceiling(probe, opt.quick, " at the end") : bench::beside_ceiling(probe);
+    const bench::RowCeiling ceiling = bench::row_ceiling(before, after);
+    table.add_row({config.attention.method, "attnlab", "float32", batch, opt.threads, config.D, config.heads,
+                   config.layers, config.mlp, config.tokens(), timed, seconds, *std::min_element(wall.begin(), wall.end()),
+                   *std::max_element(wall.begin(), wall.end()), median(user), median(sys),
+                   static_cast<double>(batch) / seconds, flops * 1e-9, gflops, ceiling.gemm, ceiling.eigen,
+                   ceiling.openblas, ceiling.before_best, ceiling.after_best, gflops / ceiling.gemm});
+    before = after;
+    fmt::print(stderr, "bench_vit: {} ViT, float, batch {}, {} threads: {:.4f} s per step (median of {}; user {:.4f} s, "
+               "system {:.4f} s), {:.0f} images/s, {:.1f} GFLOP/s counted = {:.0f}% of sgemm\n",
+               config.attention.method, batch, opt.threads, seconds, timed, median(user), median(sys),
+               static_cast<double>(batch) / seconds, gflops, 100 * gflops / ceiling.gemm);
+  }
+  table.write(cli.output_path("bench_vit.csv"));
+}
 
-    // Where a step's time goes (issue 14: what bounds the throughput), on one thread as each worker runs.
-    Eigen::setNbThreads(1);  // as the probe left it and the trainer runs each chunk
-    CsvTable profile({text_col("part"), real_col("seconds_per_chunk", true), real_col("share_of_chunk", true),
-                      real_col("counted_gflop_per_chunk"), real_col("gflops", true), int_col("chunk_images"),
-                      int_col("repeats")});
+// Where a step's time goes (what bounds each method's throughput), on one thread as each worker runs, into
+// bench_vit_profile.csv: one block of rows per method.
+void profile_methods(const ExperimentCli& cli, const std::vector<Config>& configs, const ImageSet& data, int timed) {
+  Eigen::setNbThreads(1);  // as the probe left it and the trainer runs each chunk
+  CsvTable profile({text_col("method"), text_col("part"), real_col("seconds_per_chunk", true),
+                    real_col("share_of_chunk", true), real_col("counted_gflop_per_chunk"), real_col("gflops", true),
+                    int_col("chunk_images"), int_col("repeats")});
+  std::vector<std::string> done;
+  for (const auto& c : configs) {
+    if (std::find(done.begin(), done.end(), c.method) != done.end()) continue;
+    done.push_back(c.method);
+    ViTConfig config;
+    config.seed = cli.options().seed;
+    config.attention.method = c.method;
     const auto parts = profile_chunk(config, data, timed);
     const double chunk_s = parts[parts.size() - 2].seconds;
     for (const auto& part : parts) {
       const bool per_step = part.name.rfind("adam", 0) == 0;
-      profile.add_row({part.name, part.seconds, per_step ? std::nan("") : part.seconds / chunk_s, part.flops * 1e-9,
-                       part.flops > 0 ? part.flops / part.seconds * 1e-9 : std::nan(""), kChunkImages, timed});
+      profile.add_row({c.method, part.name, part.seconds, per_step ? std::nan("") : part.seconds / chunk_s,
+                       part.flops * 1e-9, part.flops > 0 ? part.flops / part.seconds * 1e-9 : std::nan(""), kChunkImages,
+                       timed});
       fmt::print(stderr, "bench_vit profile: {:<40} {:9.3f} ms{}\n", part.name, 1e3 * part.seconds,
                  per_step ? "" : fmt::format(" {:5.1f}% of a chunk", 100 * part.seconds / chunk_s));
     }
-    profile.write(cli.output_path("bench_vit_profile.csv"));
+  }
+  profile.write(cli.output_path("bench_vit_profile.csv"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ExperimentCli cli("bench_vit", "ViT training throughput of every attention method (float) against the sgemm rate");
+  int repeats = 7;
+  cli.add_integer("--repeats", repeats, "timed training steps per configuration, after one warm-up step (median reported), 1 to 1000",
+                  1, 1000, true);
+  std::vector<std::string> choices = {"all"};
+  for (const auto& m : trainable_attention_names()) choices.push_back(m);
+  std::string method = "all";
+  cli.add_choice("--method", method, "one attention method, or all", choices);
+  cli.parse(argc, argv);
+  return run_experiment(cli.name(), [&] {
+    const auto& opt = cli.options();
+    Rng rng(derive_seed(opt.seed, 1));
+    const std::vector<Config> configs = configurations(method, opt.quick);
+    const int timed = opt.quick ? std::min(repeats, 2) : repeats;
+    // Random images and labels: pixel values do not change the work.
+    const ViTConfig shape;
+    std::int64_t most = 0;
+    for (const auto& c : configs) most = std::max(most, c.batch);
+    const auto side = static_cast<std::size_t>(shape.image);
+    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(most) * side * side), labels(static_cast<std::size_t>(most));
+    for (auto& p : pixels) p = static_cast<std::uint8_t>(rng.uniform() * 256.0);
+    for (auto& l : labels) l = static_cast<std::uint8_t>(rng.uniform() * static_cast<double>(shape.classes));
+    const ImageSet data{pixels, labels, shape.image};
+    time_configurations(cli, configs, data, timed, rng);
+    profile_methods(cli, configs, data, timed);
   });
 }

@@ -18,6 +18,7 @@
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/rng.hpp"
 #include "attnlab/lab/verdict.hpp"
+#include "attnlab/lab/weight_claims.hpp"
 
 using namespace attnlab;
 
@@ -25,8 +26,6 @@ namespace exp_param_growth {  // compiled beside other programs, linked alone (C
 
 namespace {
 
-// Exact integer counts: any spread between head counts is a failure.
-constexpr double kCountSpreadThreshold = 0;
 constexpr double kRatioThreshold = kResidualRatioThreshold;
 constexpr double kStep = 1e-3;  // SGD step used to probe the loss after growth
 
@@ -234,28 +233,22 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard) {
 // G1 from param_counts.csv: the largest spread of a shape's count over its allowed head numbers.
 ClaimRow judge_g1(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kCountsTable);
-  std::int64_t worst_spread = 0, shapes = 0, disallowed = 0;
+  G1Tally g1;
   for (std::size_t begin = 0, end = 0; begin < t.rows(); begin = end) {
     // One shape's rows are contiguous: [begin, end).
     auto same_shape = [&](std::size_t i) {
       return t.integer(i, "d_e") == t.integer(begin, "d_e") && t.integer(i, "d_k") == t.integer(begin, "d_k") &&
              t.integer(i, "d_v") == t.integer(begin, "d_v") && t.text(i, "bias") == t.text(begin, "bias");
     };
-    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
-    for (end = begin; end < t.rows() && same_shape(end); ++end) {
-      lo = std::min(lo, t.integer(end, "parameters"));
-      hi = std::max(hi, t.integer(end, "parameters"));
-    }
-    ++shapes;
-    disallowed += kMaxHeads - static_cast<std::int64_t>(end - begin);
-    worst_spread = std::max(worst_spread, hi - lo);
+    std::vector<std::int64_t> counts;
+    for (end = begin; end < t.rows() && same_shape(end); ++end) counts.push_back(t.integer(end, "parameters"));
+    g1.add_shape(counts, kMaxHeads - static_cast<std::int64_t>(counts.size()));
   }
-  return {"G1", worst_spread <= kCountSpreadThreshold ? Verdict::holds : Verdict::fails,
-          "max over shapes of (max - min) parameter count over allowed h (count)", double(worst_spread),
-          kCountSpreadThreshold, cli.evidence_path(kCountsTable),
+  const Judgement j = g1.judge();
+  return {"G1", j.verdict, kG1Metric, j.observed, kCountSpreadThreshold, cli.evidence_path(kCountsTable),
           fmt::format("{} shapes (d_e, d_k, d_v, bias), h in 1..64; h is allowed only when it divides "
                       "both d_k and d_v ({} (shape, h) pairs have no integer head width)",
-                      shapes, disallowed)};
+                      g1.shapes(), g1.disallowed())};
 }
 
 // G2 from param_bias.csv: the worst scaled difference of the augmented product against the threshold.

@@ -19,6 +19,7 @@
 #include "attnlab/core/rng.hpp"
 #include "attnlab/lab/timing.hpp"
 #include "attnlab/lab/verdict.hpp"
+#include "attnlab/lab/weight_claims.hpp"
 
 using namespace attnlab;
 
@@ -27,7 +28,6 @@ namespace exp_qk_merge {  // compiled beside other programs, linked alone (CMake
 namespace {
 
 constexpr double kRatioThreshold = kResidualRatioThreshold;
-constexpr double kNoMismatch = 0;
 
 // S3 in precision T: a d x d nn.Linear computed whole then split, against h separate
 // (d/h) x d projections. Entrywise ratio against the rounding bound of a d-term dot
@@ -193,14 +193,12 @@ void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
 // S1 from qk_merge_params.csv: the grid points where "factored smaller" and "d > 2 d_k" disagree.
 ClaimRow judge_s1(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kParamsTable);
-  int mismatch = 0;
-  for (std::size_t i = 0; i < t.rows(); ++i) {
-    const std::int64_t d = t.integer(i, "d"), dk = t.integer(i, "d_k");
-    mismatch += (t.integer(i, "factored") < t.integer(i, "merged")) != (d > 2 * dk);
-  }
-  return {"S1", mismatch == 0 ? Verdict::holds : Verdict::fails,
-          "grid points where (2 d d_k < d^2) differs from (d > 2 d_k) (count)", double(mismatch), kNoMismatch,
-          cli.evidence_path(kParamsTable), fmt::format("{} (d, d_k) points; exact integer counts d^2 and 2 d d_k", t.rows())};
+  S1Tally s1;
+  for (std::size_t i = 0; i < t.rows(); ++i)
+    s1.add(t.integer(i, "d"), t.integer(i, "d_k"), t.integer(i, "merged"), t.integer(i, "factored"));
+  const Judgement j = s1.judge();
+  return {"S1", j.verdict, kS1Metric, j.observed, kNoMismatch, cli.evidence_path(kParamsTable),
+          fmt::format("{} (d, d_k) points; exact integer counts d^2 and 2 d d_k", t.rows())};
 }
 
 // S2 from qk_merge_costs.csv (the verdict) and qk_merge_timing.csv (the timed winner, in the note).
@@ -209,8 +207,7 @@ ClaimRow judge_s1(const ExperimentCli& cli, const std::filesystem::path& dir) {
 // verdict is that rule; the note is this claim's own.
 ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, int repeats) {
   const TableReader costs(dir / kCostsTable);
-  WorstByCondition points;
-  int cheaper = 0;
+  S2Tally s2;
   double min_cross_frac = 1, max_cross_frac = 0;
   std::vector<int> cheaper_at(kFractions.size(), 0), points_at(kFractions.size(), 0);  // by d_k / d
   for (std::size_t i = 0; i < costs.rows(); ++i) {
@@ -220,8 +217,7 @@ ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, in
     if (fi == kFractions.size())
       throw std::runtime_error(fmt::format("{}: row {}: d_k = {} is no grid fraction of d = {}", costs.path().string(), i + 1, dk, d));
     const bool fac_cheaper = costs.real(i, "factored_madds") < costs.real(i, "merged_madds");
-    points.add(fmt::format("{},{},{}", n, d, dk), "", fac_cheaper ? 0.0 : 1.0);
-    cheaper += fac_cheaper;
+    s2.add(n, d, dk, costs.real(i, "factored_madds"), costs.real(i, "merged_madds"));
     cheaper_at[fi] += fac_cheaper;
     ++points_at[fi];
     const double cross_frac = costs.real(i, "crossover_d_k") / double(d);
@@ -236,9 +232,8 @@ ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, in
   std::string by_fraction;
   for (std::size_t fi = 0; fi < kFractions.size(); ++fi)
     by_fraction += fmt::format("{}d_k/d = {:.4g}: {}/{}", fi ? "; " : "", kFractions[fi], cheaper_at[fi], points_at[fi]);
-  return {"S2", judge_by_condition(points, 0.0).verdict,
-          "fraction of (n, d, d_k) grid points where factored multiply-adds < merged",
-          double(cheaper) / double(costs.rows()), 1.0, cli.evidence_path(kCostsTable),
+  const Judgement j = s2.judge();
+  return {"S2", j.verdict, kS2Metric, j.observed, 1.0, cli.evidence_path(kCostsTable),
           fmt::format("counts equal the comment's formulas 2 n d d_k + n^2 d_k and n d^2 + n^2 d exactly (Eigen GEMM does a b c "
                       "multiply-adds); factored is cheaper iff d_k < d (d + n) / (2 d + n), which over the grid lies between "
                       "{:.3f} d and {:.3f} d; factored cheaper at [{}]; timed winner (float, 1 thread, median of {}) agrees "

@@ -29,13 +29,13 @@
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/io/idx.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/checkpoint_experiment.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
-#include "attnlab/lab/fashion_mnist_option.hpp"
 #include "attnlab/lab/mean_bands.hpp"
 #include "attnlab/lab/mean_interval.hpp"
+#include "attnlab/lab/progress.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/model/adam.hpp"
-#include "attnlab/model/checkpoint.hpp"
 #include "attnlab/model/growth_batch.hpp"
 #include "attnlab/model/key_growth.hpp"
 #include "attnlab/model/trainer.hpp"
@@ -121,10 +121,6 @@ Plan make_plan(bool quick) {
   return p;
 }
 
-std::unique_ptr<ViT<float>> build_model(const ViTConfig& config) {
-  return std::make_unique<ViT<float>>(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
-}
-
 std::string interval_text(const MeanInterval& m) {
   return fmt::format("{:.4f} [{:.4f}, {:.4f}]", m.mean, m.interval.lower, m.interval.upper);
 }
@@ -156,11 +152,11 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard, const ImageSet
   CsvTable timing({int_col("seed"), real_col("seconds_before_growth"), real_col("seconds_growth"), real_col("seconds_after_growth"),
                    real_col("seconds_evaluation"), int_col("evaluations"), int_col("threads")});
 
-  const auto start = std::chrono::steady_clock::now();
   const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
   const Shard::Range range = shard.range(static_cast<std::size_t>(plan.seeds));
+  Progress progress(cli.name(), range.size(), Progress::lines);
   for (int s = static_cast<int>(range.begin); s < static_cast<int>(range.end); ++s) {
     const std::uint64_t seed = cli.options().seed + static_cast<std::uint64_t>(s);
     Rng shuffle_rng(derive_seed(seed, 1));
@@ -189,7 +185,7 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard, const ImageSet
       config.seed = seed;
       config.key_width = kKeyWidth;
       config.attention.method = "exact";
-      base = build_model(config);
+      base = std::make_unique<ViT<float>>(config);
     }
     Trainer<float> base_trainer(*base);
     std::vector<std::pair<std::int64_t, Evaluation>> shared;  // the curve before growth, every arm's
@@ -269,9 +265,10 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard, const ImageSet
       runs[a] = {};  // free the arm's model and optimiser state
     }
     timing.add_row({s, seconds_before, seconds_growth, seconds_since(t_after), eval_seconds, evaluations, cli.options().threads});
-    if (!quick)
-      fmt::print(stderr, "{}: seed {}/{} done, {:.0f} s so far\n", cli.name(), s + 1, plan.seeds, seconds_since(start));
+    progress.tick();
+    progress.milestone(fmt::format("seed {}/{} done: every arm trained to step {}", s + 1, plan.seeds, plan.total));
   }
+  progress.finish();
 
   cli.write_table(curves, kCurvesFile);
   cli.write_table(summary, kSummaryFile);
@@ -347,60 +344,20 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
 
   ExperimentCli cli("exp_trained_growth", "G10: growing d_k mid-training by seed 004's recipe against random new columns");
-  std::string checkpoint, data_dir = kFashionMnistDir;
-  cli.add_text("--checkpoint", checkpoint,
-               "an exact-attention checkpoint directory (manifest.json) to grow instead of training the steps before "
-               "growth; writes tables, no ledger row",
-               "DIR");
-  add_fashion_mnist_option(cli, data_dir);
+  CheckpointExperiment on(cli, "an exact-attention checkpoint directory (manifest.json) to grow instead of training the steps "
+                               "before growth");
   cli.split_measurement();
   cli.parse(argc, argv);
-  cli.set_dataset("fashion-mnist");
-  if (!checkpoint.empty() && (cli.sharded() || cli.judging())) {
-    fmt::print(stderr, "{}: --checkpoint runs write tables only; --shard and --judge split the sweep that is judged\n", cli.name());
-    return kExitUsage;
+  if (!on.prepare()) return kExitUsage;
+  std::optional<TrainedModels<float>> user;
+  if (on.user()) {
+    user = on.load_user<float>({"exact"}, "growth is defined for exact attention");
+    if (!user) return kExitUsage;
   }
-
-  // Judging reads the tables only: the data set need not be on the judging machine.
-  std::optional<FashionMnist> loaded;
-  if (!cli.judging()) {
-    loaded = load_fashion_mnist_for(cli, data_dir, 28);
-    if (!loaded) return kExitUsage;
-  }
-
-  std::unique_ptr<ViT<float>> user;
-  if (!checkpoint.empty()) {
-    try {
-      const CheckpointInfo info = read_checkpoint_info(checkpoint);
-      if (info.config.attention.method != "exact") {
-        fmt::print(stderr, "{}: checkpoint {}: method \"{}\"; growth is defined for exact attention\n", cli.name(), checkpoint,
-                   info.config.attention.method);
-        return kExitUsage;
-      }
-      user = build_model(info.config);
-      load_checkpoint(*user, checkpoint);
-    } catch (const CheckpointError& e) {
-      fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
-      return kExitUsage;
-    } catch (const std::invalid_argument& e) {
-      fmt::print(stderr, "{}: checkpoint {}: {}\n", cli.name(), checkpoint, e.what());
-      return kExitUsage;
-    }
-  }
-
-  return run_experiment(cli, {[&](const Shard& shard) {
-                                const ImageSet train{loaded->train_images.pixels, loaded->train_labels, 28};
-                                const ImageSet test{loaded->test_images.pixels, loaded->test_labels, 28};
-                                measure_growth(cli, shard, train, test, user.get());
-                              },
-                              [&](const std::filesystem::path& dir) -> std::vector<ClaimRow> {
-                                if (user) {
-                                  fmt::print(stderr, "{}: --checkpoint: tables written, no ledger row (a verdict is about the "
-                                                     "models trained here)\n", cli.name());
-                                  return {};
-                                }
-                                return judge_g10(cli, dir);
-                              }});
+  return on.run({[&](const Shard& shard) {
+                   measure_growth(cli, shard, on.train(), on.test(), user && !user->models.empty() ? user->models[0][0].get() : nullptr);
+                 },
+                 [&](const std::filesystem::path& dir) { return judge_g10(cli, dir); }});
 }
 
 }  // namespace exp_trained_growth

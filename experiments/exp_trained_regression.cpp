@@ -20,11 +20,12 @@
 // kRanks: the instance is measured by the same function as G5 and G6 (theory/lowrank_instance.hpp), in the
 // same units, and judged by the same helper (lab/family_verdict.hpp) with the trained layers as families.
 //
-// The models: by default the exact checkpoint exp_vit_training wrote into <out>/checkpoints/exact/ (make
-// results runs this experiment after it, into the same staging directory); --quick reads the committed one
-// in the source tree's results/checkpoints/exact/ on fewer images and ranks. --checkpoint DIR analyses a
-// user's exact-attention checkpoint: tables only, no ledger rows. The model runs in double (the float32
-// checkpoint loads exactly), so loss differences far below float's rounding are resolved.
+// The models: the exact checkpoints of every seed that exp_vit_training wrote into <out>/checkpoints/exact/seed-<k>/
+// (make results runs this experiment after it, into the same directory); --quick without them trains the same
+// quick models in-process, and uses fewer images and ranks. The cases of every seed's model are pooled (G12's
+// rate, G11's families). --checkpoint DIR analyses a user's exact-attention checkpoint: tables only, no ledger
+// rows. The model runs in double (the float32 checkpoint loads exactly), so loss differences far below float's
+// rounding are resolved.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,20 +38,22 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/attention/trainable.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/io/idx.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/baseline_comparison.hpp"
+#include "attnlab/lab/checkpoint_experiment.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/family_verdict.hpp"
-#include "attnlab/lab/fashion_mnist_option.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/lab/progress.hpp"
+#include "attnlab/lab/training_tables.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/model/analysis/score_probe.hpp"
-#include "attnlab/model/checkpoint.hpp"
+#include "attnlab/model/training_protocol.hpp"
 #include "attnlab/theory/lowrank_instance.hpp"
 
 using namespace attnlab;
@@ -96,17 +99,10 @@ constexpr int kFactoredStarts = 6;  // exp_lowrank_regression's --starts default
 constexpr std::int64_t kImages = 16, kQuickImages = 2;
 constexpr std::int64_t kRegressionImages = 8, kQuickRegressionImages = 1;
 const std::vector<Eigen::Index> kRanks = {2, 4, 8, 16}, kQuickRanks = {2, 8};
+// --quick measures G11 on the first seed's model only (a sharded quick run starts one process per instance).
+constexpr std::size_t kQuickRegressionModels = 1;
 
 using Model = ViT<double>;
-
-std::unique_ptr<Model> load_model(const fs::path& dir) {
-  const CheckpointInfo info = read_checkpoint_info(dir);
-  auto model = std::make_unique<Model>(info.config, [](const TrainableAttentionConfig& c) {
-    return make_trainable_attention<double>(c);
-  });
-  load_checkpoint(*model, dir);
-  return model;
-}
 
 // X' = [z | 1].
 Mat<double> augmented(const Mat<double>& z) {
@@ -200,6 +196,7 @@ constexpr const char* kG11File = "trained_regression_lowrank.csv";
 // The sizes of a run.
 struct Sizes {
   std::int64_t images = 0, regression_images = 0;
+  std::size_t regression_models = 0;  // G11's instances come from the first this many models
   std::vector<Eigen::Index> ranks;
 };
 Sizes sizes_of(bool quick, const ImageSet& test) {
@@ -207,25 +204,24 @@ Sizes sizes_of(bool quick, const ImageSet& test) {
   s.images = std::min<std::int64_t>(quick ? kQuickImages : kImages, test.count());
   s.regression_images = std::min<std::int64_t>(quick ? kQuickRegressionImages : kRegressionImages, s.images);
   s.ranks = quick ? kQuickRanks : kRanks;
+  s.regression_models = quick ? kQuickRegressionModels : static_cast<std::size_t>(-1);
   return s;
 }
 
 // Two sweeps: G12's (checkpoint, image) probes, c-major, and G11's instances (checkpoint, layer, image, head
 // (-1: random B), rank). A shard probes the images of its G12 block and those its G11 block needs (a probe is
 // a deterministic function of the model and the image, so two shards probing one image get the same numbers).
-void measure_regression(const ExperimentCli& cli, const Shard& shard, const std::vector<std::unique_ptr<Model>>& models,
-                        const std::vector<std::string>& labels, const ImageSet& test) {
+void measure_regression(const ExperimentCli& cli, const Shard& shard, const TrainedModels<double>& run, const ImageSet& test) {
   const bool quick = cli.options().quick;
   const std::uint64_t seed = cli.options().seed;
   const Sizes z = sizes_of(quick, test);
   const std::int64_t n_images = z.images, n_regression = z.regression_images;
-  const auto progress = [&](const std::string& what) {
-    if (!quick) fmt::print(stderr, "{}: {}\n", cli.name(), what);
-  };
+  const auto& models = run.models.front();
+  const auto& labels = run.labels.front();
   const std::size_t C = models.size();
   const Shard::Range g12_range = shard.range(C * static_cast<std::size_t>(n_images));
   std::vector<RegressionInstance> instances;
-  for (std::size_t c = 0; c < C; ++c) {
+  for (std::size_t c = 0; c < std::min(C, z.regression_models); ++c) {
     const ViTConfig& config = models[c]->config();
     for (Eigen::Index l = 0; l < config.layers; ++l)
       for (std::int64_t image = 0; image < n_regression; ++image)
@@ -240,8 +236,8 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const std:
   for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) needed.insert(i);
   for (std::size_t i = g11_range.begin; i < g11_range.end; ++i) needed.insert(probe_index(instances[i].checkpoint, instances[i].image));
   const std::vector<std::size_t> to_probe(needed.begin(), needed.end());
-  progress(fmt::format("G12: {} probe(s) of {} checkpoint(s) x {} test images, every layer and head, {} steps each way",
-                       to_probe.size(), C, n_images, kSteps.size()));
+  // Units: a probe (an image's S, G and loss ladder on one model), a G11 instance.
+  Progress progress(cli.name(), to_probe.size() + g11_range.size(), Progress::lines);
   std::map<std::size_t, ImageResult> probed;
   {
     std::vector<ImageResult> results(to_probe.size());
@@ -250,11 +246,14 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const std:
       const std::size_t c = i / static_cast<std::size_t>(n_images);
       const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
       results[j] = probe_image(*models[c], test, image, image < n_regression);
+      progress.tick();
     });
     for (std::size_t j = 0; j < to_probe.size(); ++j) probed.emplace(to_probe[j], std::move(results[j]));
   }
+  progress.milestone(fmt::format("G12: {} probe(s) of {} models x {} test images, every layer and head, {} steps each way",
+                                 to_probe.size(), C, n_images, kSteps.size()));
 
-  CsvTable g12({text_col("checkpoint"), int_col("layer"), int_col("head"), int_col("image"), int_col("label"),
+  CsvTable g12({text_col("checkpoint"), int_col("seed"), int_col("layer"), int_col("head"), int_col("image"), int_col("label"),
                 real_col("loss"), real_col("g_norm"), real_col("s_norm"), real_col("s_residual"), text_col("direction"),
                 real_col("first_order"), real_col("t"), real_col("predicted_change"), real_col("loss_change"),
                 // Over a first-order change of 0 (G = 0 exactly): nan or inf, as the ratio is then undefined.
@@ -270,10 +269,10 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const std:
         for (std::size_t k = 0; k < kSteps.size(); ++k) {
           const double t = kSteps[k];
           const StepChange& st = sc.steps[k];
-          g12.add_row({labels[c], static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+          g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
                        sc.s_norm, sc.s_residual, "toward B", sc.first_order_b, t, t * sc.first_order_b, st.toward_b,
                        st.toward_b / (t * sc.first_order_b), st.toward_b / (t * sc.g_norm * sc.g_norm)});
-          g12.add_row({labels[c], static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+          g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
                        sc.s_norm, sc.s_residual, "dS*", sc.first_order_star, t, t * sc.first_order_star, st.toward_star,
                        st.toward_star / (t * sc.first_order_star), st.toward_star / (t * sc.g_norm * sc.g_norm)});
         }
@@ -282,11 +281,10 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const std:
   cli.write_table(g12, kG12File);
 
   // ---- G11: the recipe and Remark 2.1 with X = X' of each (checkpoint, layer, image) ----
-  progress(fmt::format("G11: {} of {} regression instances (X' of {} images per layer, B = G + S of each head and random, ranks {})",
-                       g11_range.size(), instances.size(), n_regression, fmt::join(z.ranks, ", ")));
   FactoredSearchOptions search;
   search.starts = kFactoredStarts;
-  const std::vector<LowRankInstance> measured = run_trials<LowRankInstance>(g11_range.size(), "G11 instances", [&](std::size_t j) {
+  std::vector<LowRankInstance> measured(g11_range.size());
+  parallel_trials(g11_range.size(), [&](std::size_t j) {
     const std::size_t i = g11_range.begin + j;
     const RegressionInstance& in = instances[i];
     const ImageScores<double>& sc = probed.at(probe_index(in.checkpoint, in.image)).scores;
@@ -295,9 +293,13 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const std:
     Rng rng(derive_seed(seed, i));
     const Mat<double> b = in.head < 0 ? gaussian_matrix(x.rows(), x.rows(), rng)
                                       : Mat<double>(sc.g[l][static_cast<std::size_t>(in.head)] + sc.s[l][static_cast<std::size_t>(in.head)]);
-    return measure_lowrank_instance(b, x, in.r, rng, search);
+    measured[j] = measure_lowrank_instance(b, x, in.r, rng, search);
+    progress.tick();
   });
-  CsvTable g11({text_col("family"), text_col("checkpoint"), int_col("layer"), int_col("image"), text_col("b_kind"), int_col("head"), int_col("n"),
+  progress.milestone(fmt::format("G11: {} of {} regression instances (X' of {} images per layer, B = G + S of each head and random, "
+                                 "ranks {})", g11_range.size(), instances.size(), n_regression, fmt::join(z.ranks, ", ")));
+  progress.finish();
+  CsvTable g11({text_col("family"), text_col("checkpoint"), int_col("seed"), int_col("layer"), int_col("image"), text_col("b_kind"), int_col("head"), int_col("n"),
                 int_col("d"), int_col("r"), real_col("x_cond"), int_col("x_rank"), real_col("b_norm2"), real_col("f_recipe"),
                 real_col("f_closed"), real_col("f_closed_predicted"), real_col("unreachable"), real_col("f_factored"),
                 text_col("factored_converged"), real_col("factored_stationarity"), real_col("closed_minus_factored_rel"),
@@ -309,7 +311,7 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const std:
     const ImageScores<double>& sc = probed.at(probe_index(in.checkpoint, in.image)).scores;
     const Eigen::Index n = sc.z[0].rows(), d = sc.z[0].cols() + 1;
     const bool optimal = r.recipe_gap_ratio <= kRatioThreshold, matches = r.remark21_ratio <= kRatioThreshold;
-    g11.add_row({in.family(), labels[in.checkpoint], in.layer, in.image, in.b_kind(), in.head, n, d, in.r, r.x_cond, r.x_rank, r.b_norm2,
+    g11.add_row({in.family(), labels[in.checkpoint], in.checkpoint, in.layer, in.image, in.b_kind(), in.head, n, d, in.r, r.x_cond, r.x_rank, r.b_norm2,
                  r.f_recipe, r.f_closed, r.f_closed_predicted, r.unreachable, r.f_factored, r.factored_converged,
                  r.factored_stationarity, r.closed_minus_factored, r.f_min, r.recipe_gap, r.recipe_gap_ratio, optimal, r.remark21,
                  r.remark21_ratio, matches});
@@ -325,8 +327,13 @@ std::string origin_of(const TableReader& t) {
   return fmt::format("{}", fmt::join(labels, "; "));
 }
 
-std::string quick_note(bool quick) {
-  return quick ? " --quick: 2 test images and ranks 2, 8 only, not a test of the claim." : "";
+// The end of both notes: the linear baseline trained beside the models (from the same run's vit_training_runs.csv),
+// and --quick's warning.
+std::string note_tail(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  return " " + compare_with_baseline(dir / training_tables::kRunsFile).sentence +
+         (cli.options().quick ? " --quick: tiny models, 2 test images, ranks 2, 8 and G11 on the first seed's model only, not a "
+                                "test of the claim."
+                              : "");
 }
 
 // G12 from trained_regression_target.csv, by the rule above. Each case (checkpoint, layer, head, image) has
@@ -395,7 +402,7 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
       : verdict == Verdict::fails ? not_lowers.note
                                   : lowers.note + " " + not_lowers.note,
       cases, n_images, origin_of(t), worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star), ladder,
-      kFirstOrderTolerance, first_order_agree, cases, median(central_best), worst_first_order, quick_note(cli.options().quick));
+      kFirstOrderTolerance, first_order_agree, cases, median(central_best), worst_first_order, note_tail(cli, dir));
   return {"G12", verdict,
           "fraction of cases (checkpoint, layer, head, test image) where moving S to seed 004's B = G + S lowers "
           "the image's cross-entropy, L(B) < L(S)",
@@ -457,7 +464,7 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
       "{:.3g} of min f.{}",
       j.note, n_images > 0 ? t.integer(0, "n") : 0, cols, rank_lo, rank_hi, n_regression, origin_of(t), fmt::join(ranks, ", "),
       to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero, t.rows(), to_string(j6.verdict), j6.note,
-      worst_remark, max_unreachable_share, quick_note(cli.options().quick));
+      worst_remark, max_unreachable_share, note_tail(cli, dir));
   return {"G11", j.verdict,
           "max over instances of max(G5's ratio (f(recipe) - min f) / (n eps cond(X)^2 ||B||^2), G6's |sum_{i>r} "
           "sigma_i(Z*)^2 - min f| / (the same unit)) with X the trained layer inputs [z | 1]",
@@ -468,72 +475,18 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_trained_regression",
-                    "G11, G12: seed 004's regression target B = G + S and its low-rank recipe on a ViT trained on Fashion-MNIST");
-  std::string checkpoint, data_dir = kFashionMnistDir;
-  cli.add_text("--checkpoint", checkpoint,
-               "an exact-attention checkpoint directory (manifest.json) to analyse instead of "
-               "<out>/checkpoints/exact; writes tables, no ledger rows",
-               "DIR");
-  add_fashion_mnist_option(cli, data_dir);
+                    "G11, G12: seed 004's regression target B = G + S and its low-rank recipe on ViTs trained on Fashion-MNIST");
+  CheckpointExperiment on(cli, "an exact-attention checkpoint directory (manifest.json) to analyse instead of the run's "
+                               "<out>/checkpoints/exact/seed-<k>");
   cli.split_measurement();
   cli.parse(argc, argv);
-  cli.set_dataset("fashion-mnist");
-  if (!checkpoint.empty() && (cli.sharded() || cli.judging())) {
-    fmt::print(stderr, "{}: --checkpoint runs write tables only; --shard and --judge split the sweep that is judged\n", cli.name());
-    return kExitUsage;
-  }
-  const bool quick = cli.options().quick;
-
-  // Judging reads the tables only: neither the data set nor the checkpoints need be on the judging machine.
-  std::optional<FashionMnist> loaded;
-  std::vector<std::unique_ptr<Model>> models;
-  std::vector<std::string> labels;
-  if (!cli.judging()) {
-    loaded = load_fashion_mnist_for(cli, data_dir, 28);
-    if (!loaded) return kExitUsage;
-    // The checkpoints (one today: exp_vit_training saves its first seed's model only).
-    std::vector<fs::path> dirs;
-    if (!checkpoint.empty()) dirs.push_back(checkpoint);
-    else if (quick) dirs.push_back(fs::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "exact");
-    else dirs.push_back(cli.options().out / "checkpoints" / "exact");
-    try {
-      for (const auto& dir : dirs) {
-        if (checkpoint.empty() && !fs::is_regular_file(dir / "manifest.json")) {
-          fmt::print(stderr, "{}: {} holds no checkpoint: run exp_vit_training with the same --out first, or give --checkpoint DIR\n",
-                     cli.name(), dir.string());
-          return kExitUsage;
-        }
-        models.push_back(load_model(dir));
-        if (models.back()->config().attention.method != "exact") {
-          fmt::print(stderr, "{}: --checkpoint {}: the method is \"{}\"; G11 and G12 need exact attention (its scores S)\n",
-                     cli.name(), dir.string(), models.back()->config().attention.method);
-          return kExitUsage;
-        }
-        labels.push_back(fmt::format("{} (seed {}, step {})", dir.filename().string(), models.back()->config().seed,
-                                     read_checkpoint_info(dir).step));
-      }
-    } catch (const CheckpointError& e) {
-      fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
-      return kExitUsage;
-    } catch (const std::invalid_argument& e) {
-      fmt::print(stderr, "{}: {}\n", cli.name(), e.what());
-      return kExitUsage;
-    }
-  }
-
-  return run_experiment(cli, {[&](const Shard& shard) {
-                                const ImageSet test{loaded->test_images.pixels, loaded->test_labels, 28};
-                                measure_regression(cli, shard, models, labels, test);
-                              },
-                              [&](const std::filesystem::path& dir) -> std::vector<ClaimRow> {
-                                if (!checkpoint.empty()) {
-                                  fmt::print(stderr, "{}: --checkpoint: tables written, no ledger rows (a verdict is about "
-                                                     "the models trained here)\n", cli.name());
-                                  return {};
-                                }
-                                // The ledger's order as before: G12, then G11.
-                                return {judge_g12(cli, dir), judge_g11(cli, dir)};
-                              }});
+  if (!on.prepare()) return kExitUsage;
+  const auto models = on.user() ? on.load_user<double>({"exact"}, "G11 and G12 need exact attention (its scores S)")
+                                : on.load_run<double>({"exact"}, kTrainingSeeds);
+  if (!models) return kExitUsage;
+  // The ledger's order as before: G12, then G11.
+  return on.run({[&](const Shard& shard) { measure_regression(cli, shard, *models, on.test()); },
+                 [&](const std::filesystem::path& dir) { return std::vector<ClaimRow>{judge_g12(cli, dir), judge_g11(cli, dir)}; }});
 }
 
 }  // namespace exp_trained_regression

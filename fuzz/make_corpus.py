@@ -8,6 +8,7 @@ Files over 4096 bytes (the fuzzer's -max_len) are cut to their first 4096 bytes.
 """
 import os
 import shutil
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
@@ -71,3 +72,18 @@ for name, m in variants.items():
 with open(os.path.join(MANIFEST, "deep.json"), "w") as f:
     f.write("[" * 100 + "]" * 100)
 print("wrote {} seeds to {}".format(len(variants) + 1, MANIFEST))
+
+# Seeds for fuzz/safetensors_fuzz.cpp: small well-formed files and every malformed case the checks refuse
+# (verify/safetensors/st_format.py, plain Python), each cut to the fuzzer's -max_len.
+sys.path.insert(0, os.path.join(ROOT, "verify", "safetensors"))
+import st_format  # noqa: E402
+
+SAFETENSORS = os.path.join(ROOT, "fuzz", "corpus-safetensors")
+shutil.rmtree(SAFETENSORS, ignore_errors=True)
+os.makedirs(SAFETENSORS)
+st_seeds = [("good-" + name, data) for name, data in st_format.good_cases()] + \
+           [("bad-" + name, data) for name, data, _ in st_format.malformed_cases()]
+for name, data in st_seeds:
+    with open(os.path.join(SAFETENSORS, name + ".safetensors"), "wb") as f:
+        f.write(data[:MAX_LEN])
+print("wrote {} seeds to {}".format(len(st_seeds), SAFETENSORS))

@@ -1,8 +1,19 @@
 #!/usr/bin/env python3
-"""Checks that a sharded run's merged directory equals an unsharded run's results (issue 16).
+"""Compares two results directories: a sharded run's merged directory against an unsharded run's, a fresh run
+against the committed results/, a run on another machine against this one's.
 
 usage: slurm/compare_runs.py WHOLE_DIR MERGED_DIR
 
+Which case a comparison is in comes first: each directory's RUNS.md (tools/run_record.py) records the vector
+ISA of the build that made it (lib/attnlab/lab/build_isa.hpp: avx512, avx2, portable, ...).
+- The same ISA on both sides (or not recorded on one: then treated as the same, and said so): the results
+  must be byte-identical, as below.
+- Different ISAs: float sums are rounded differently (vector width, fused multiply-adds), so tables may
+  differ in their last digits; the same claims with the same verdicts are expected. Differing tables are
+  listed, not counted as failures; the ledger must hold the same claims with the same verdicts (timing
+  claims aside), and its observed values and notes may differ.
+
+Byte-identical means:
 - The same tables (*.csv) on both sides; every table byte for byte, except timing tables (*_timing.csv),
   whose header line must still match.
 - claims.csv: the same rows in the same order, every field equal once each side's directory is taken out
@@ -17,6 +28,7 @@ Prints one line per difference and exits 1 if there is any; prints a summary and
 import csv
 import io
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,12 +62,41 @@ def read_claims(directory):
     return rows[0], rows[1:]
 
 
+def recorded_isa(directory):
+    """The vector ISA in the directory's RUNS.md ('| vector ISA | `avx512` ...'), or None when not recorded."""
+    try:
+        with open(os.path.join(directory, "RUNS.md"), encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r"^\| vector ISA \| `([^`]+)`", line)
+                if m:
+                    return m.group(1)
+    except OSError:
+        pass
+    return None
+
+
+def isa_case(whole, merged):
+    """(same, sentence): whether byte identity is required, and which case this comparison is in."""
+    a, b = recorded_isa(whole), recorded_isa(merged)
+    if a is None or b is None or a == "unknown" or b == "unknown":
+        missing = [d for d, isa in ((whole, a), (merged, b)) if isa in (None, "unknown")]
+        return True, (f"vector ISA not recorded in {' and '.join(missing)} (no RUNS.md, or a build without "
+                      "attnlab_build_info): compared as the same ISA, byte for byte")
+    if a == b:
+        return True, f"the same vector ISA on both sides ({a}): non-timing tables and the ledger byte for byte"
+    return False, (f"different vector ISAs ({a} in {whole}, {b} in {merged}): the last digits may differ, the same "
+                   "verdicts are expected")
+
+
 def main(argv):
     if len(argv) != 3:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        print(__doc__.strip().splitlines()[3], file=sys.stderr)
         return 2
     whole, merged = argv[1], argv[2]
+    same_isa, case = isa_case(whole, merged)
+    print(f"compare_runs.py: {case}")
     problems = []
+    digits = []  # tables that differ between ISAs: expected, listed
     tables_w = sorted(f for f in os.listdir(whole) if f.endswith(".csv") and f != "claims.csv")
     tables_m = sorted(f for f in os.listdir(merged) if f.endswith(".csv") and f != "claims.csv")
     for f in sorted(set(tables_w) ^ set(tables_m)):
@@ -69,7 +110,7 @@ def main(argv):
             if a.split(b"\n", 1)[0] != b.split(b"\n", 1)[0]:
                 problems.append(f"{f}: the timing table's header differs")
         elif a != b:
-            problems.append(f"{f}: differs ({len(a)} bytes in {whole}, {len(b)} in {merged})")
+            (problems if same_isa else digits).append(f"{f}: differs ({len(a)} bytes in {whole}, {len(b)} in {merged})")
         else:
             same += 1
     header_w, rows_w = read_claims(whole)
@@ -84,6 +125,11 @@ def main(argv):
     ids_m = [r[0] for r in rows_m]
     if ids_w != ids_m:
         problems.append(f"claims.csv: different rows: {ids_w} against {ids_m}")
+    elif not same_isa:
+        verdict = cols.get("verdict")
+        for a, b in zip(rows_w, rows_m):
+            if a[0] not in loose and verdict is not None and a[verdict] != b[verdict]:
+                problems.append(f"claims.csv: row {a[0]}: verdict {a[verdict]} in {whole}, {b[verdict]} in {merged}")
     else:
         note = cols.get("note")
         for a, b in zip(rows_w, rows_m):
@@ -103,6 +149,13 @@ def main(argv):
     if problems:
         return 1
     strict = sum(1 for r in ids_w if r not in loose)
+    if not same_isa:
+        for d in digits:
+            print(f"(expected between ISAs) {d}")
+        print(f"same verdicts: claims.csv's {len(ids_w)} rows ({strict} with the same verdict, {len(ids_w) - strict} "
+              f"timing claims not compared); {same} tables byte for byte, {len(digits)} differing in digits, "
+              f"{timing} timing tables by header")
+        return 0
     print(f"equal: {same} tables byte for byte, {timing} timing tables by header, claims.csv's {len(ids_w)} rows "
           f"({strict - notes_timed} whole, {notes_timed} without a note that cites timings, "
           f"{len(ids_w) - strict} timing claims without verdict/observed/note)")

@@ -2,23 +2,32 @@
 # The steps of a sharded run (issue 16), shared by tools/run_sharded.sh (local processes) and the Slurm
 # jobs (slurm/task.sbatch, slurm/finish.sbatch), so that both do exactly the same thing:
 #
-#   slurm/steps.sh init RUN BIN N [--quick] [--seed S]
-#       writes RUN/run.conf (binaries, N, flags) and RUN/plan.tsv: every experiment in the order
-#       tools/run_experiments.sh runs them, each `sharded` (its --help offers --shard) or `whole`
-#       (not converted yet: it runs unsharded in the finish step). RUN must be new or hold a run
-#       with the same settings and the same binaries (their md5 sums).
+#   slurm/steps.sh init RUN BIN N [--quick] [--seed S] [--split EXP=K]... [--flags EXP=FLAGS]...
+#       writes RUN/run.conf (binaries, N, flags, the build and its vector ISA) and RUN/plan.tsv: every
+#       experiment in the order tools/run_experiments.sh runs them, each `sharded` (its --help offers
+#       --shard) or `whole` (not converted yet: it runs unsharded in the finish step), its number of
+#       tasks: N, or K for an experiment given with --split (the training sweep, hours long, in more
+#       tasks than the others, so that a resumed run loses little), and the experiment's own flags given
+#       with --flags (e.g. exp_vit_training='--epochs 50': words split at spaces, passed to every task of
+#       it; the stamps record them). RUN must be new or hold a run with the same settings and the same
+#       binaries (their md5 sums).
 #   slurm/steps.sh task RUN EXP I
 #       shard I of EXP into RUN/shards/EXP/I (the experiment removes an old stamp first and writes its
 #       new one last, so a killed task leaves no stamp); writes RUN/times/EXP.I: experiment, shard, shards,
-#       wall seconds, peak resident memory (KiB, when /usr/bin/time exists), host, threads.
+#       wall seconds, peak resident memory (KiB, when /usr/bin/time exists), host, threads, end time
+#       (seconds since the epoch).
 #   slurm/steps.sh finish RUN
 #       attnlab_merge of every shard (full mode: exp_vit_training's checkpoints with it), then in plan
-#       order `EXP --judge` (sharded) or a whole run (the others), then tools/make_report.py; all in a
-#       staging directory renamed to RUN/merged at the end (a failed finish leaves no RUN/merged).
+#       order `EXP --judge` (sharded) or a whole run (the others), then tools/make_report.py and the run
+#       record RUNS.md (tools/run_record.py); all in a staging directory renamed to RUN/merged at the end
+#       (a failed finish leaves no RUN/merged).
 #   slurm/steps.sh missing RUN
-#       the tasks (EXP I) whose shard has no stamp: what is left to run.
+#       the tasks (EXP I) whose shard has no valid stamp: what is left to run. Every stamp is checked
+#       first: one of another seed, mode, shard count or build (another vector ISA included) than the
+#       run's is refused (exit 2, naming it: such a stamp cannot be mixed in); a stamp whose tables or
+#       artifacts changed since it was written (size or CRC-32) only makes its task count as missing.
 #   slurm/steps.sh publish RUN DIR
-#       RUN/merged's tables, ledger, report and checkpoints replace DIR (make results JOBS=N), bench_*
+#       RUN/merged's tables, ledger, report, run record and checkpoints replace DIR (make results), bench_*
 #       files in DIR kept; evidence paths rewritten from RUN/merged to DIR; stamps stay in RUN/merged.
 #
 # Threads for a task: $SLURM_CPUS_PER_TASK, else $ATTNLAB_THREADS, else the experiment's default.
@@ -62,14 +71,38 @@ load() {
   return 0
 }
 
+# The build and vector ISA of the binaries in $1 as their stamps name it ("<commit> <isa>", lab/build_isa.hpp),
+# from bin/attnlab_build_info; empty when the directory lacks it.
+build_of() {
+  [ -x "$1/attnlab_build_info" ] || return 0
+  "$1/attnlab_build_info" | awk -F'\t' '$1 == "build" {b = $2} $1 == "isa" {i = $2} END {if (b != "") print b " " i}'
+}
+
 cmd_init() {
-  [ $# -ge 3 ] || die "usage: steps.sh init RUN BIN N [--quick] [--seed S]"
+  [ $# -ge 3 ] || die "usage: steps.sh init RUN BIN N [--quick] [--seed S] [--split EXP=K]... [--flags EXP=FLAGS]..."
   local run_arg=$1 bin_arg=$2 n=$3; shift 3
   local q=0 s=20250311
+  declare -A split=() extra=()
   while [ $# -gt 0 ]; do
     case $1 in
       --quick) q=1 ;;
       --seed) [ $# -ge 2 ] || die "--seed needs a value"; s=$2; shift ;;
+      --split)
+        [ $# -ge 2 ] || die "--split needs EXP=K"
+        [[ $2 =~ ^(exp_[A-Za-z0-9_]+)=([1-9][0-9]*)$ ]] || die "--split '$2' is not EXP=K (an experiment, a whole number >= 1)"
+        split[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; shift ;;
+      --flags)
+        [ $# -ge 2 ] || die "--flags needs EXP=FLAGS"
+        [[ $2 =~ ^(exp_[A-Za-z0-9_]+)=(.*)$ ]] && [[ $2 != *[$'\t\n']* ]] ||
+          die "--flags '$2' is not EXP=FLAGS (an experiment, its flags on one line)"
+        local e_name=${BASH_REMATCH[1]} e_flags=${BASH_REMATCH[2]} words word
+        read -r -a words <<<"$e_flags"
+        for word in "${words[@]}"; do
+          case $word in --shard*|--judge*|--out*|--seed*|--quick|--threads*)
+            die "--flags $e_name: $word is set by the run itself, not per experiment" ;;
+          esac
+        done
+        extra[$e_name]=$e_flags; shift ;;
       *) die "unknown option $1" ;;
     esac
     shift
@@ -78,14 +111,17 @@ cmd_init() {
   [[ $s =~ ^[0-9]+$ ]] || die "seed '$s' is not a whole number"
   local bin_dir; bin_dir=$(cd "$bin_arg" 2>/dev/null && pwd) || die "$bin_arg: no such directory"
   [ -x "$bin_dir/attnlab_merge" ] || die "$bin_dir/attnlab_merge not found (build it: cmake --build build --target attnlab_merge)"
+  local e
+  for e in "${!split[@]}" "${!extra[@]}"; do [ -x "$bin_dir/$e" ] || die "--split/--flags $e: no experiment $e in $bin_dir"; done
   mkdir -p "$run_arg"
   local r; r=$(cd "$run_arg" && pwd)
   local conf
   # The binaries' digest: a rebuilt experiment makes old shards stale, so a run directory is for one build.
   local digest
   digest=$(cd "$bin_dir" && md5sum attnlab_merge exp_* | md5sum | cut -d' ' -f1)
-  conf=$(printf 'bin=%q\nbinaries_md5=%q\nshards=%q\nseed=%q\nquick=%q\n' "$bin_dir" "$digest" "$n" "$s" "$q")
-  # The plan: run_experiments.sh's order (alphabetical, exp_trained_* last).
+  conf=$(printf 'bin=%q\nbinaries_md5=%q\nbuild=%q\nshards=%q\nseed=%q\nquick=%q\n' "$bin_dir" "$digest" \
+    "$(build_of "$bin_dir")" "$n" "$s" "$q")
+  # The plan: run_experiments.sh's order (alphabetical, exp_trained_* last), each with its task count and flags.
   local plan="" late="" exe name mode vit_mode=""
   shopt -s nullglob
   for exe in "$bin_dir"/exp_*; do
@@ -93,18 +129,18 @@ cmd_init() {
     mode=whole
     "$exe" --help 2>/dev/null | grep -q -- '--shard' && mode=sharded
     case $name in
-      exp_trained_*) late+="$name	$mode"$'\n' ;;
-      *) plan+="$name	$mode"$'\n'; [ "$name" = exp_vit_training ] && vit_mode=$mode ;;
+      exp_trained_*) late+="$name	$mode	${split[$name]:-$n}	${extra[$name]:-}"$'\n' ;;
+      *) plan+="$name	$mode	${split[$name]:-$n}	${extra[$name]:-}"$'\n'; [ "$name" = exp_vit_training ] && vit_mode=$mode ;;
     esac
   done
   # In full mode exp_trained_* read the checkpoints exp_vit_training wrote: if training runs whole (in the
   # finish step), they must run after it there, so whole as well.
-  if [ "$q" = 0 ] && [ "$vit_mode" != sharded ]; then late=${late//	sharded/	whole}; fi
+  if [ "$q" = 0 ] && [ "$vit_mode" != sharded ]; then late=${late//	sharded	/	whole	}; fi
   plan+="$late"
   [ -n "$plan" ] || die "no experiments (exp_*) in $bin_dir"
   if [ -f "$r/run.conf" ]; then
     [ "$(cat "$r/run.conf")" = "$conf" ] && [ "$(cat "$r/plan.tsv")" = "${plan%$'\n'}" ] ||
-      die "$r holds a run with other settings or of other binaries (a rebuild; see $r/run.conf): use a new directory"
+      die "$r holds a run with other settings or of other binaries (a rebuild; see $r/run.conf): use a new directory, or remove it (make results FRESH=1) to start afresh"
   else
     printf '%s\n' "$conf" >"$r/run.conf"
     printf '%s' "$plan" >"$r/plan.tsv"
@@ -112,48 +148,59 @@ cmd_init() {
   mkdir -p "$r/shards" "$r/logs" "$r/times"
 }
 
+# The number of tasks of experiment $1 in the loaded run's plan (empty if it is not a sharded one).
+tasks_of() { awk -F'\t' -v e="$1" '$1 == e && $2 == "sharded" {print $3}' "$run/plan.tsv"; }
+# The experiment's own flags (--flags at init) as words, into the array exp_flags.
+exp_flags_of() { read -r -a exp_flags <<<"$(awk -F'\t' -v e="$1" '$1 == e {print $4}' "$run/plan.tsv")"; }
+
 cmd_task() {
   [ $# = 3 ] || die "usage: steps.sh task RUN EXP I"
   load "$1"; local exp=$2 i=$3
-  local mode; mode=$(awk -F'\t' -v e="$exp" '$1 == e {print $2}' "$run/plan.tsv")
-  [ "$mode" = sharded ] || die "$exp is not a sharded experiment of $run (plan.tsv)"
-  [[ $i =~ ^[1-9][0-9]*$ ]] && [ "$i" -le "$shards" ] || die "shard '$i' is not in 1..$shards"
+  local count; count=$(tasks_of "$exp")
+  [ -n "$count" ] || die "$exp is not a sharded experiment of $run (plan.tsv)"
+  [[ $i =~ ^[1-9][0-9]*$ ]] && [ "$i" -le "$count" ] || die "shard '$i' is not in 1..$count"
   local out=$run/shards/$exp/$i
   mkdir -p "$out"
   if [ "$quick" = 0 ] && [[ $exp == exp_trained_* ]]; then
-    # exp_vit_training's checkpoints, from whichever of its shards trained each model.
+    # exp_vit_training's checkpoints, each from whichever of its shards trained that model: one link per
+    # checkpoint directory (one holding a manifest.json), at its path under checkpoints/, so that the seeds
+    # of one method trained by different shards (checkpoints/<method>/seed-<k>/) all appear.
     mkdir -p "$out/checkpoints"
-    local found=0 d
-    for d in "$run"/shards/exp_vit_training/*/checkpoints/*/; do
-      ln -sfn "${d%/}" "$out/checkpoints/$(basename "$d")"; found=1
-    done
+    local found=0 m rel
+    while IFS= read -r -d '' m; do
+      rel=${m#"$run"/shards/exp_vit_training/*/checkpoints/}; rel=${rel%/manifest.json}
+      mkdir -p "$(dirname "$out/checkpoints/$rel")"
+      ln -sfn "${m%/manifest.json}" "$out/checkpoints/$rel"; found=1
+    done < <(find "$run"/shards/exp_vit_training/*/checkpoints -name manifest.json -print0 2>/dev/null)
     [ "$found" = 1 ] || die "$exp: no checkpoints in $run/shards/exp_vit_training/*/checkpoints (exp_vit_training's tasks must finish first)"
   fi
+  local exp_flags; exp_flags_of "$exp"
   local start=$EPOCHREALTIME rc=0 stats=""
-  echo "steps.sh: $exp shard $i/$shards on $(hostname), threads ${threads:-default}"
+  echo "steps.sh: $exp shard $i/$count on $(hostname), threads ${threads:-default}"
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f '%M' -o "$out.rss" "$bin/$exp" --shard "$i/$shards" --out "$out" "${flags[@]}" "${thread_flags[@]}" || rc=$?
+    /usr/bin/time -f '%M' -o "$out.rss" "$bin/$exp" --shard "$i/$count" --out "$out" "${flags[@]}" "${exp_flags[@]}" "${thread_flags[@]}" || rc=$?
     stats=$(tail -n 1 "$out.rss" 2>/dev/null || true); rm -f "$out.rss"
   else
-    "$bin/$exp" --shard "$i/$shards" --out "$out" "${flags[@]}" "${thread_flags[@]}" || rc=$?
+    "$bin/$exp" --shard "$i/$count" --out "$out" "${flags[@]}" "${exp_flags[@]}" "${thread_flags[@]}" || rc=$?
   fi
-  [ "$rc" = 0 ] || { echo "steps.sh: $exp shard $i/$shards failed (exit $rc)" >&2; exit "$rc"; }
-  [ -f "$out/$exp.shard.json" ] || die "$exp shard $i/$shards exited 0 but wrote no stamp $out/$exp.shard.json"
-  local seconds; seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$exp" "$i" "$shards" "$seconds" "${stats:-}" \
-    "$(hostname)" "${threads:-default}" >"$run/times/$exp.$i"
+  [ "$rc" = 0 ] || { echo "steps.sh: $exp shard $i/$count failed (exit $rc)" >&2; exit "$rc"; }
+  [ -f "$out/$exp.shard.json" ] || die "$exp shard $i/$count exited 0 but wrote no stamp $out/$exp.shard.json"
+  local end=$EPOCHREALTIME seconds
+  seconds=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f", b - a}')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$exp" "$i" "$count" "$seconds" "${stats:-}" \
+    "$(hostname)" "${threads:-default}" "${end%.*}" >"$run/times/$exp.$i"
 }
 
 cmd_missing() {
   [ $# = 1 ] || die "usage: steps.sh missing RUN"
   load "$1"
-  local exp mode i
-  while IFS=$'\t' read -r exp mode; do
+  # Every task of the plan, then the stamps checked against the run (slurm/stamps.py): the tasks without a
+  # valid stamp are printed; a stamp of another seed, mode, shard count or build stops the run (exit 2).
+  local exp mode count i
+  while IFS=$'\t' read -r exp mode count; do
     [ "$mode" = sharded ] || continue
-    for ((i = 1; i <= shards; i++)); do
-      [ -f "$run/shards/$exp/$i/$exp.shard.json" ] || echo "$exp $i"
-    done
-  done <"$run/plan.tsv"
+    for ((i = 1; i <= count; i++)); do echo "$exp $i"; done
+  done <"$run/plan.tsv" | python3 "$here/stamps.py" "$run" "$seed" "$quick" "${build:-}"
 }
 
 cmd_finish() {
@@ -164,33 +211,36 @@ cmd_finish() {
   rmdir "$stage"  # attnlab_merge creates it
   local dirs=() exp mode start=$SECONDS
   shopt -s nullglob
-  while IFS=$'\t' read -r exp mode; do
+  while IFS=$'\t' read -r exp mode _; do
     [ "$mode" = sharded ] && dirs+=("$run/shards/$exp"/*/)
   done <"$run/plan.tsv"
   if [ ${#dirs[@]} -gt 0 ]; then
     "$bin/attnlab_merge" --out "$stage" "${dirs[@]%/}" || exit $?
   fi
   mkdir -p "$stage"
-  while IFS=$'\t' read -r exp mode; do
+  while IFS=$'\t' read -r exp mode _; do
     [ "$mode" = sharded ] || continue
     [ -f "$stage/$exp.merged.json" ] || die "$exp: no shard of it in $run/shards/$exp has a stamp (its tasks did not complete)"
   done <"$run/plan.tsv"
   if [ "$quick" = 0 ]; then
     # exp_vit_training's checkpoints, for the judges and whole runs of exp_trained_* here: attnlab_merge
     # carries those a shard's stamp lists; any other is copied from the shard that wrote it.
-    local d
-    for d in "$run"/shards/exp_vit_training/*/checkpoints/*/; do
-      mkdir -p "$stage/checkpoints"
-      [ -e "$stage/checkpoints/$(basename "$d")" ] || cp -r "${d%/}" "$stage/checkpoints/"
-    done
+    local m rel
+    while IFS= read -r -d '' m; do
+      rel=${m#"$run"/shards/exp_vit_training/*/checkpoints/}; rel=${rel%/manifest.json}
+      [ -e "$stage/checkpoints/$rel" ] && continue
+      mkdir -p "$(dirname "$stage/checkpoints/$rel")"
+      cp -r "${m%/manifest.json}" "$stage/checkpoints/$rel"
+    done < <(find "$run"/shards/exp_vit_training/*/checkpoints -name manifest.json -print0 2>/dev/null)
   fi
-  while IFS=$'\t' read -r exp mode; do
+  while IFS=$'\t' read -r exp mode _; do
     local t0=$SECONDS
     if [ "$mode" = sharded ]; then
       "$bin/$exp" --judge "$stage" >"$run/logs/$exp.judge.log" 2>&1 ||
         { sed 's/^/    /' "$run/logs/$exp.judge.log" >&2; die "$exp --judge $stage failed"; }
     else
-      "$bin/$exp" --out "$stage" "${flags[@]}" "${thread_flags[@]}" >"$run/logs/$exp.whole.log" 2>&1 ||
+      local exp_flags; exp_flags_of "$exp"
+      "$bin/$exp" --out "$stage" "${flags[@]}" "${exp_flags[@]}" "${thread_flags[@]}" >"$run/logs/$exp.whole.log" 2>&1 ||
         { sed 's/^/    /' "$run/logs/$exp.whole.log" >&2; die "$exp (whole run) failed"; }
     fi
     printf '%-28s %-8s %3d s\n' "$exp" "$([ "$mode" = sharded ] && echo judged || echo whole)" "$((SECONDS - t0))"
@@ -200,6 +250,9 @@ cmd_finish() {
   python3 "$root/tools/make_report.py" --results "$stage" "${report_flags[@]}" >"$run/logs/report.log" 2>&1 ||
     { sed 's/^/    /' "$run/logs/report.log" >&2; die "tools/make_report.py failed"; }
   rewrite_dir "$stage/claims.csv" "$stage" "$run/merged"
+  # The run record: every task's time, host and threads, the sessions' wall time, the build's vector ISA.
+  python3 "$root/tools/run_record.py" sharded "$run" --finish-seconds "$((SECONDS - start))" --out "$stage/RUNS.md" \
+    >"$run/logs/run_record.log" 2>&1 || { sed 's/^/    /' "$run/logs/run_record.log" >&2; die "tools/run_record.py failed"; }
   rm -rf "$run/merged"; mv "$stage" "$run/merged"; trap - EXIT
   chmod 755 "$run/merged"
   echo "steps.sh: merged, judged and reported into $run/merged in $((SECONDS - start)) s"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Submits a sharded run of every experiment to Slurm (issue 16) and prints the job ids:
 #
-#   slurm/submit.sh --shards N [--partition P] [--quick] [--seed S] [--bin DIR] [--resources FILE] --out RUN
+#   slurm/submit.sh --shards N [--split EXP=K]... [--flags EXP=FLAGS]... [--partition P] [--quick] [--seed S]
+#                   [--bin DIR] [--resources FILE] --out RUN
 #   slurm/submit.sh --resume RUN
 #
-# One job array per experiment that can shard (`--help` offers --shard): --array=1-N, task I runs shard
-# I of it (slurm/task.sbatch), with --cpus-per-task, --mem and --time from slurm/resources.tsv. In full
-# mode the exp_trained_* arrays wait for exp_vit_training's array (--dependency=afterok), whose
-# checkpoints they read. Then one merge-judge-report job (slurm/finish.sbatch) with
+# One job array per experiment that can shard (`--help` offers --shard): --array=1-N (1-K for an
+# experiment given with --split EXP=K), task I runs shard I of it (slurm/task.sbatch), with the
+# experiment's own flags from --flags EXP=FLAGS (e.g. exp_vit_training='--epochs 50'), and with
+# --cpus-per-task, --mem and --time from slurm/resources.tsv. In full mode the exp_trained_* arrays
+# wait for exp_vit_training's array (--dependency=afterok), whose checkpoints they read. Then one merge-judge-report job (slurm/finish.sbatch) with
 # --dependency=afterok on every array: the merged tables, claims.csv and REPORT.md land in RUN/merged.
 # Only plain sbatch options are used: --array, --dependency, --kill-on-invalid-dep, --job-name,
 # --output, --time, --mem, --cpus-per-task and --partition (when given). RUN and the build's binaries
@@ -21,12 +23,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 steps=$here/steps.sh
 
 die() { echo "submit.sh: $*" >&2; exit 2; }
-usage() { die "usage: slurm/submit.sh --shards N [--partition P] [--quick] [--seed S] [--bin DIR] [--resources FILE] --out RUN | --resume RUN"; }
+usage() { die "usage: slurm/submit.sh --shards N [--split EXP=K]... [--flags EXP=FLAGS]... [--partition P] [--quick] [--seed S] [--bin DIR] [--resources FILE] --out RUN | --resume RUN"; }
 
-shards="" partition="" quick=() seed=20250311 bin=$here/../build/bin resources=$here/resources.tsv out="" resume=""
+shards="" partition="" quick=() seed=20250311 bin=$here/../build/bin resources=$here/resources.tsv out="" resume="" split=()
 while [ $# -gt 0 ]; do
   case $1 in
     --shards) shards=${2:-}; shift ;;
+    --split|--flags) split+=("$1" "${2:-}"); shift ;;
     --partition) partition=${2:-}; shift ;;
     --quick) quick=(--quick) ;;
     --seed) seed=${2:-}; shift ;;
@@ -34,7 +37,7 @@ while [ $# -gt 0 ]; do
     --resources) resources=${2:-}; shift ;;
     --out) out=${2:-}; shift ;;
     --resume) resume=${2:-}; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "submit.sh: unknown option '$1'" >&2; usage ;;
   esac
   shift
@@ -92,7 +95,7 @@ if [ -n "$resume" ]; then
   [ -z "$live" ] || die "jobs of $run are still queued or running ($(echo $live)): wait for them or scancel them first"
 else
   [ -n "$shards" ] && [ -n "$out" ] || usage
-  "$steps" init "$out" "$bin" "$shards" "${quick[@]}" --seed "$seed"
+  "$steps" init "$out" "$bin" "$shards" "${quick[@]}" --seed "$seed" "${split[@]}"
   run=$(cd "$out" && pwd)
   [ -f "$run/jobs.tsv" ] && die "$run was submitted before (jobs.tsv): use --resume $run, or a new directory"
   printf 'partition=%q\nresources=%q\n' "$partition" "$(cd "$(dirname "$resources")" && pwd)/$(basename "$resources")" >"$run/submit.conf"
@@ -106,12 +109,13 @@ part=()
 
 # The tasks to submit: every shard on a first submission, those without a stamp on --resume.
 declare -A todo=()
-while read -r exp i; do todo[$exp]+="${todo[$exp]:+,}$i"; done < <("$steps" missing "$run")
+missing=$("$steps" missing "$run") || exit $?
+while read -r exp i; do [ -n "$exp" ] && todo[$exp]+="${todo[$exp]:+,}$i"; done <<<"$missing"
 for exp in "${!todo[@]}"; do todo[$exp]=$(ranges "${todo[$exp]}"); done
 
 ids=(); vit_id=""; whole_seconds=0
 touch "$run/jobs.tsv"
-while IFS=$'\t' read -r exp mode; do
+while IFS=$'\t' read -r exp mode _; do
   read -r cpus mem time < <(resources_of "$exp")
   if [ "$mode" = whole ]; then
     whole_seconds=$((whole_seconds + $(to_seconds "$time")))

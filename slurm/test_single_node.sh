@@ -56,7 +56,7 @@ say "submitting the quick sweep, $shards shards per experiment"
 finish_id=$(cat "$run/finish.jobid")
 kill_job=$(awk -F'\t' -v e="$kill_exp" '$1 == e {print $2}' "$run/jobs.tsv")
 [ -n "$kill_job" ] || fail "$kill_exp has no job array in this run (not sharded yet?); set KILL_EXP to one that has"
-ntasks=$(( $(grep -c '	sharded$' "$run/plan.tsv" || true) * shards ))
+ntasks=$(awk -F'\t' '$2 == "sharded" {n += $3} END {print n + 0}' "$run/plan.tsv")
 say "$ntasks array tasks in $(($(wc -l <"$run/jobs.tsv") - 1)) arrays, finish job $finish_id"
 [ "$ntasks" -ge 4 ] || fail "only $ntasks array tasks (want at least 4)"
 

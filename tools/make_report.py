@@ -359,6 +359,8 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
         span = max(allx) - min(allx)
         lines.append(f"set xtics {max(1, math.ceil(span / 10))}")
         lines.append(f"set xrange [{min(allx) - 0.5!r}:{max(allx) + 0.5!r}]")  # room for the spread series
+    if "xrange" in fig:  # e.g. a log rank axis that should end at n, not at the next decade
+        lines.append(f"set xrange [{fig['xrange'][0]}:{fig['xrange'][1]}]")
     if "yrange" in fig:
         lines.append(f"set yrange [{fig['yrange'][0]}:{fig['yrange'][1]}]")
     if len(order) + len(fig.get("refs", [])) + (len(order) if fig.get("fit") else 0) > 10:

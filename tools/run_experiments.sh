@@ -21,12 +21,16 @@ i=0; start=$(date +%s)
 for exe in "${exps[@]}"; do
   i=$((i+1)); name=$(basename "$exe"); t0=$(date +%s)
   printf '[%d/%d] %-28s ' "$i" "${#exps[@]}" "$name"
+  t0_exact=$EPOCHREALTIME
   if ! "$exe" --out "$stage" "$@" 2>"$stage/.stderr"; then
     echo "FAILED"; sed 's/^/    /' "$stage/.stderr" >&2
     echo "experiment $name failed; $out left as it was" >&2
     exit 1
   fi
   echo "done in $(( $(date +%s) - t0 )) s"
+  # For the run record (RUNS.md): experiment, wall seconds, host.
+  printf '%s\t%s\t%s\n' "$name" "$(awk -v a="$t0_exact" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')" \
+    "$(hostname)" >>"$stage/.times"
 done
 rm -f "$stage/.stderr"
 # The experiments recorded their evidence paths inside the staging directory; after the swap those files live
@@ -55,6 +59,24 @@ if [ "${REPORT:-0}" = 1 ]; then
   rm -f "$stage/.stderr"
   echo "done in $(( $(date +%s) - t0 )) s"
 fi
+# The run record RUNS.md (tools/run_record.py): each experiment's wall time, the threads, host, build and
+# vector ISA, with the seed, threads and mode the experiments were given.
+record_args=(--seed 20250311)
+args=("$@")
+for ((k = 0; k < ${#args[@]}; k++)); do
+  case ${args[k]} in
+    --seed|--threads) record_args+=("${args[k]}" "${args[k+1]:-}") ;;
+    --seed=*|--threads=*) record_args+=("${args[k]%%=*}" "${args[k]#*=}") ;;
+    --quick) record_args+=(--quick) ;;
+  esac
+done
+if ! python3 "$(dirname "$0")/run_record.py" whole "$stage/.times" --bin "$bin" --total-seconds "$(( $(date +%s) - start ))" \
+    "${record_args[@]}" --out "$stage/RUNS.md" >"$stage/.stderr" 2>&1; then
+  sed 's/^/    /' "$stage/.stderr" >&2
+  echo "the run record (tools/run_record.py) failed; $out left as it was" >&2
+  exit 1
+fi
+rm -f "$stage/.stderr" "$stage/.times"
 # The benchmark's files (make bench, issue 6) are not experiments: they are carried over unchanged.
 if [ -d "$out" ]; then
   for f in "$out"/bench_*; do cp -p "$f" "$stage/"; done

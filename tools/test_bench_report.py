@@ -125,6 +125,44 @@ def table_rows(start, end):
     return HEADER + "".join(f"{w},{g},{g},{g},{m}\n" for w, (g, m) in (("start", start), ("end", end)))
 
 
+def check_one_target_per_quantity():
+    """A full set of rows (exact, the approximations, streaming, the backward, R7, every ViT method) yields one
+    target per quantity: exact's share and its ratio to PyTorch once each, each approximation's share at n >= 1024
+    and at its worst grid cell once each, one ViT row per method (60% for exact, 45% for the others)."""
+    ours, torch = {}, {}
+    for m in ("exact", "streaming", "linear-elu", "linear-shen", "linformer", "nystrom", "exact-backward"):
+        for n in (512, 1024, 2048):
+            r = attnlab_row(m, n, 150.0, 200.0, 200.0)
+            ours[bench_report.key(r)] = r
+            torch[bench_report.key(r)] = dict(r, impl="torch", median_s="3")
+    long = dict(attnlab_row("streaming", 32768, 150.0, 200.0, 200.0), batch="1", heads="1")
+    ours[bench_report.key(long)] = long
+    lines = (bench_report.targets(ours, torch, [{"d": "4096", "d_k": "64", "speedup": "100"}])
+             + bench_report.targets_17(ours, torch, {}))
+    count = lambda *words: sum(all(w in l for w in words) for l in lines)  # noqa: E731
+    check(count("exact vs torch") == 1, f"one ratio of exact to PyTorch as written: {lines}")
+    check(count("| exact forward, share") == 1 and count("| exact, share") == 0, "one share target for exact's forward")
+    for m in ("linear-elu", "linformer", "nystrom"):
+        check(count(f"| {m} forward, share of GEMM rate at n >= 1024") == 1 and count(f"| {m} forward, every grid cell") == 1
+              and count(f"| {m}, share of GEMM rate (worst)") == 0, f"{m}: one target per share, no older duplicate")
+        check(count(f"| {m} vs torch") == 1, f"{m}: one ratio to PyTorch")
+    methods = ["exact", "linear-elu", "nystrom", "symmetric"]
+    vit = [dict(attnlab_row(m, 196, g, 200.0, 200.0), batch="16", images_per_s="600")
+           for m, g in zip(methods, (130.0, 80.0, 60.0, 100.0))]
+    profile = [{"method": "linear-elu", "part": p, "seconds_per_chunk": str(sec), "share_of_chunk": str(sec / 10),
+                "counted_gflop_per_chunk": str(fl), "gflops": str(fl / sec if fl else float("nan"))}
+               for p, sec, fl in (("attention (linear-elu, every head)", 5.0, 50.0), ("mlp linears", 2.0, 100.0),
+                                  ("gelu", 1.0, 0.0), ("whole chunk (forward_backward)", 10.0, 200.0))]
+    rows = bench_report.vit_targets(vit, profile)
+    check(len(rows) == len(methods), f"one ViT row per method: {rows}")
+    check(">= 60%" in rows[0] and "| met |" in rows[0], f"exact at 65% meets 60%: {rows[0]}")
+    check(">= 45%" in rows[1] and "not met" in rows[1] and "bounded by its attention (linear-elu, every head)" in rows[1]
+          and "40% of the chunk is lost there" in rows[1], f"linear-elu at 40% misses 45%, its attention named: {rows[1]}")
+    check("no profile of it" in rows[2] and "not met" in rows[2], f"a method without a profile says so: {rows[2]}")
+    check("| met |" in rows[3] and "bounded" not in rows[3], f"symmetric at 50% meets 45%, no bound named: {rows[3]}")
+    check(len(bench_report.vit_targets(vit[1:], profile)) == len(methods) - 1, "no exact row: no exact target row")
+
+
 def main():
     limit = bench_report.CEILING_DRIFT
     # Within the limit: stated, not flagged.
@@ -152,6 +190,7 @@ def main():
     check_beside(limit)
     check_passes()
     check_long_row()
+    check_one_target_per_quantity()
     print(f"test_bench_report: {len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 

@@ -1,5 +1,5 @@
-// bench_vit in --quick mode: the CSV schema, both batch sizes, finite positive values and a FLOP count that
-// is vit_training_flops' (never the timings themselves).
+// bench_vit in --quick mode: the CSV schema, every method and both batch sizes of exact, finite positive values
+// and a FLOP count that is vit_training_flops' (never the timings themselves), a profile per method.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/attention/trainable.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/model/flops.hpp"
 #include "support.hpp"
@@ -15,36 +16,41 @@ using namespace attnlab;
 using attnlab::testing::run_binary;
 using attnlab::testing::ScratchDir;
 
-TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and the sgemm share, and the profile") {
+TEST_CASE("bench_vit --quick writes a row per method and batch with its counted FLOPs and sgemm share, and a profile per method") {
   ScratchDir dir;
   const auto r = run_binary("bench_vit", {"--quick", "--threads", "2", "--out", dir.path().string()});
   INFO(r.output);
   REQUIRE(r.exit_status == 0);
   const auto rows = read_csv_file(dir.path() / "bench_vit.csv");
-  REQUIRE(rows.size() == 3);
+  // Every trainable method at batch 16, then exact at 32 (--quick's stand-in for the peer's 256).
+  const auto& methods = trainable_attention_names();
+  REQUIRE(rows.size() == methods.size() + 2);
   const auto& h = rows[0];
   const auto col = [&](const std::string& name) {
     const auto it = std::find(h.begin(), h.end(), name);
     REQUIRE_MESSAGE(it != h.end(), name);
     return static_cast<std::size_t>(it - h.begin());
   };
-  const std::vector<std::string> batches = {"16", "32"};
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const auto& row = rows[i];
     REQUIRE(row.size() == h.size());
-    CHECK(row[col("method")] == "exact");
+    const std::string method = i <= methods.size() ? methods[i - 1] : "exact";
+    const std::string batch = i <= methods.size() ? "16" : "32";
+    CHECK(row[col("method")] == method);
     CHECK(row[col("impl")] == "attnlab");
     CHECK(row[col("threads")] == "2");
-    CHECK(row[col("batch")] == batches[i - 1]);
+    CHECK(row[col("batch")] == batch);
     for (const char* c : {"median_s", "min_s", "max_s", "images_per_s", "gflops", "gemm_gflops", "gemm_before_gflops",
                           "gemm_after_gflops", "gemm_share"}) {
-      INFO(c << " = " << row[col(c)]);
+      INFO(method << " " << c << " = " << row[col(c)]);
       const double x = std::stod(row[col(c)]);
       CHECK(std::isfinite(x));
       CHECK(x > 0);
     }
+    ViTConfig config;
+    config.attention.method = method;
     const double gflop = std::stod(row[col("counted_gflop_per_step")]);
-    CHECK(gflop == doctest::Approx(vit_training_flops(ViTConfig{}, std::stol(row[col("batch")])) * 1e-9).epsilon(1e-12));
+    CHECK(gflop == doctest::Approx(vit_training_flops(config, std::stol(batch)) * 1e-9).epsilon(1e-12));
     CHECK(std::stod(row[col("gemm_share")]) ==
           doctest::Approx(std::stod(row[col("gflops")]) / std::stod(row[col("gemm_gflops")])).epsilon(1e-9));
     // The ceiling measured side by side (as bench_attention's): the better of the rates around the row, and the
@@ -55,24 +61,34 @@ TEST_CASE("bench_vit --quick writes one row per batch with its counted FLOPs and
           std::max(std::stod(row[col("eigen_gemm_gflops")]), std::stod(row[col("openblas_gemm_gflops")])));
     if (i > 1) CHECK(row[col("gemm_before_gflops")] == rows[i - 1][col("gemm_after_gflops")]);
   }
-  // The profile: every part once, the whole chunk's share 1, counted rates only where FLOPs are counted.
+  // The profile: per method, every part once, the whole chunk's share 1, counted rates only where FLOPs are counted.
   const auto profile = read_csv_file(dir.path() / "bench_vit_profile.csv");
-  REQUIRE(profile.size() == 11);
-  REQUIRE(profile[0].size() >= 5);
-  CHECK(profile[0][0] == "part");
-  CHECK(profile[0][2] == "share_of_chunk");
-  CHECK(profile[9][0] == "whole chunk (forward_backward)");
-  CHECK(std::stod(profile[9][2]) == 1.0);
-  CHECK(std::stod(profile[9][3]) == doctest::Approx(vit_training_flops(ViTConfig{}, 8) * 1e-9).epsilon(1e-12));
-  // Parts timed directly take a positive time; the differences of two timings (projections = MHA - attention,
-  // mlp linears = MLP - GELU, other = whole - parts) only need to be finite: noise can make them negative.
-  for (std::size_t i = 1; i < profile.size(); ++i) {
-    INFO(profile[i][0] << ": " << profile[i][1]);
-    const double seconds = std::stod(profile[i][1]);
-    CHECK(std::isfinite(seconds));
-    const bool difference = profile[i][0].rfind("projections", 0) == 0 || profile[i][0] == "mlp linears" ||
-                            profile[i][0].rfind("other", 0) == 0;
-    if (!difference) CHECK(seconds > 0);
+  constexpr std::size_t kParts = 10;
+  REQUIRE(profile.size() == 1 + kParts * methods.size());
+  REQUIRE(profile[0].size() >= 6);
+  CHECK(profile[0][0] == "method");
+  CHECK(profile[0][1] == "part");
+  CHECK(profile[0][3] == "share_of_chunk");
+  for (std::size_t m = 0; m < methods.size(); ++m) {
+    INFO(methods[m]);
+    const std::size_t first = 1 + m * kParts;
+    ViTConfig config;
+    config.attention.method = methods[m];
+    for (std::size_t k = 0; k < kParts; ++k) CHECK(profile[first + k][0] == methods[m]);
+    CHECK(profile[first + 2][1] == "attention (" + methods[m] + ", every head)");
+    CHECK(profile[first + 8][1] == "whole chunk (forward_backward)");
+    CHECK(std::stod(profile[first + 8][3]) == 1.0);
+    CHECK(std::stod(profile[first + 8][4]) == doctest::Approx(vit_training_flops(config, 8) * 1e-9).epsilon(1e-12));
+    // Parts timed directly take a positive time; the differences of two timings (projections = MHA - attention,
+    // mlp linears = MLP - GELU, other = whole - parts) only need to be finite: noise can make them negative.
+    for (std::size_t k = 0; k < kParts; ++k) {
+      const auto& row = profile[first + k];
+      INFO(row[1] << ": " << row[2]);
+      const double seconds = std::stod(row[2]);
+      CHECK(std::isfinite(seconds));
+      const bool difference = row[1].rfind("projections", 0) == 0 || row[1] == "mlp linears" || row[1].rfind("other", 0) == 0;
+      if (!difference) CHECK(seconds > 0);
+    }
   }
   CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_vit.csv", "bench_vit_profile.csv"});
 }

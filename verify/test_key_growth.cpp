@@ -145,7 +145,7 @@ void forward(const ViT<double>& m, const Batch& b, ViTActivations<double>& act) 
 TEST_CASE("grow_key_width: each arm's grown scores equal X' M_arm X'^T, M_arm from the dense problem") {
   Rng rng(kModelTestSeed + 51);
   INFO("seed " << kModelTestSeed + 51);
-  ViT<double> model(tiny_exact(2), [](const TrainableAttentionConfig& a) { return make_trainable_attention<double>(a); });
+  ViT<double> model(tiny_exact(2));
   for (auto& t : model.parameter_tensors())
     Eigen::Map<M>(t.data, t.rows, t.cols) += gaussian_matrix(t.rows, t.cols, rng, 0.4);
   const Eigen::Index images = 3, n = 16, D = 8, p = 3, dk2 = 5;
@@ -195,7 +195,7 @@ TEST_CASE("grow_key_width: each arm's grown scores equal X' M_arm X'^T, M_arm fr
 
 TEST_CASE("grow_key_width, arm (a): zero new columns leave the outputs unchanged; drawn ones are N(0, 0.02^2)") {
   Rng rng(kModelTestSeed + 52);
-  ViT<double> model(tiny_exact(2), [](const TrainableAttentionConfig& a) { return make_trainable_attention<double>(a); });
+  ViT<double> model(tiny_exact(2));
   for (auto& t : model.parameter_tensors())
     Eigen::Map<M>(t.data, t.rows, t.cols) += gaussian_matrix(t.rows, t.cols, rng, 0.4);
   const Batch data = random_batch(4, rng);
@@ -212,7 +212,7 @@ TEST_CASE("grow_key_width, arm (a): zero new columns leave the outputs unchanged
   ViTConfig big = tiny_exact(2);
   big.D = 64;
   big.heads = 4;
-  ViT<double> wide(big, [](const TrainableAttentionConfig& a) { return make_trainable_attention<double>(a); });
+  ViT<double> wide(big);
   auto drawn = grow_key_width(wide, {6, GrowthArm::random_columns, 3, 0.02}, nullptr);
   const auto& a = wide.params().blocks[0].attn;
   const auto& g = drawn->params().blocks[0].attn;
@@ -227,7 +227,7 @@ TEST_CASE("grow_key_width, arm (a): zero new columns leave the outputs unchanged
 
 TEST_CASE("adam_after_growth: Wq, Wk, bq, bk restart at their grown sizes, and the grown model trains") {
   Rng rng(kModelTestSeed + 53);
-  ViT<float> model(tiny_exact(2), [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> model(tiny_exact(2));
   const Batch data = random_batch(8, rng);
   const ImageSet set{data.pixels, data.labels, 8};
   Trainer<float> trainer(model);
@@ -250,10 +250,10 @@ TEST_CASE("adam_after_growth: Wq, Wk, bq, bk restart at their grown sizes, and t
 TEST_CASE("grow_key_width: refuses a non-exact model, p < 1 and a missing or mismatched batch") {
   ViTConfig lin = tiny_exact(0);
   lin.attention.method = "linformer";
-  ViT<float> linformer(lin, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> linformer(lin);
   CHECK_THROWS_WITH_AS(grow_key_width(linformer, {2, GrowthArm::random_columns, 1, 0.02}, nullptr),
                        doctest::Contains("exact attention"), std::invalid_argument);
-  ViT<float> exact(tiny_exact(2), [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> exact(tiny_exact(2));
   CHECK_THROWS_WITH_AS(grow_key_width(exact, {0, GrowthArm::random_columns, 1, 0.02}, nullptr), doctest::Contains("p = 0"),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(grow_key_width(exact, {2, GrowthArm::recipe, 1, 0.02}, nullptr), doctest::Contains("growth batch"),

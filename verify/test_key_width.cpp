@@ -38,11 +38,6 @@ ViTConfig tiny(std::uint64_t seed, Eigen::Index key_width, const std::string& me
   return c;
 }
 
-template <typename T>
-typename ViT<T>::AttentionFactory library_factory() {
-  return [](const TrainableAttentionConfig& a) { return make_trainable_attention<T>(a); };
-}
-
 }  // namespace
 
 TEST_CASE("multi-head attention with a query/key width other than D / H: backward matches central differences") {
@@ -94,7 +89,7 @@ TEST_CASE("multi-head attention with a query/key width other than D / H: backwar
 TEST_CASE("ViT with key_width 2 (D 8, H 2), exact attention: one model step against central differences") {
   Rng rng(kModelTestSeed + 41);
   INFO("seed " << kModelTestSeed + 41);
-  ViT<double> m(tiny(kModelTestSeed + 41, 2, "exact"), library_factory<double>());
+  ViT<double> m(tiny(kModelTestSeed + 41, 2, "exact"));
   CHECK(m.params().blocks[0].attn.Wq.rows() == 8);
   CHECK(m.params().blocks[0].attn.Wq.cols() == 4);
   CHECK(m.params().blocks[1].attn.bk.size() == 4);
@@ -124,15 +119,15 @@ TEST_CASE("ViT with key_width 2 (D 8, H 2), exact attention: one model step agai
     ATTNLAB_CHECK_RATIO_LT(fd_ratio(params[i].data, grads[i].data, params[i].size(), loss, sample), kFdTolerance, "dL/d" + params[i].name);
   }
   ViTConfig negative = tiny(1, -1, "exact");
-  CHECK_THROWS_WITH_AS(ViT<double>(negative, library_factory<double>()), doctest::Contains("key_width (= -1)"),
+  CHECK_THROWS_WITH_AS(ViT<double>{negative}, doctest::Contains("key_width (= -1)"),
                        std::invalid_argument);
 }
 
 TEST_CASE("key_width: 0 and D / H build the same model; FLOPs count the query/key width") {
-  ViT<float> by_default(ViTConfig{}, library_factory<float>());
+  ViT<float> by_default(ViTConfig{});
   ViTConfig explicit_width;
   explicit_width.key_width = 16;
-  ViT<float> stated(explicit_width, library_factory<float>());
+  ViT<float> stated(explicit_width);
   auto a = by_default.parameter_tensors(), b = stated.parameter_tensors();
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -152,30 +147,34 @@ TEST_CASE("key_width: 0 and D / H build the same model; FLOPs count the query/ke
 TEST_CASE("Checkpoints record key_width; the committed version-2 checkpoints still load") {
   Rng rng(kModelTestSeed + 42);
   ScratchDir dir;
-  ViT<float> m(tiny(5, 2, "exact"), library_factory<float>());
+  ViT<float> m(tiny(5, 2, "exact"));
   for (auto& t : m.parameter_tensors())
     Eigen::Map<Mat<float>>(t.data, t.rows, t.cols) = gaussian_matrix<float>(t.rows, t.cols, rng, 0.3);
   save_checkpoint(m, dir.path() / "narrow", 3);
   const CheckpointInfo info = read_checkpoint_info(dir.path() / "narrow");
   CHECK(info.config.key_width == 2);
-  ViT<float> loaded(tiny(6, 2, "exact"), library_factory<float>());
+  ViT<float> loaded(tiny(6, 2, "exact"));
   load_checkpoint(loaded, dir.path() / "narrow");
   auto x = m.parameter_tensors(), y = loaded.parameter_tensors();
   for (std::size_t i = 0; i < x.size(); ++i) CHECK(std::equal(x[i].data, x[i].data + x[i].size(), y[i].data));
-  ViT<float> wide(tiny(6, 3, "exact"), library_factory<float>());
+  ViT<float> wide(tiny(6, 3, "exact"));
   CHECK_THROWS_WITH_AS(load_checkpoint(wide, dir.path() / "narrow"), doctest::Contains("key_width = 2 does not match the model's 3"),
                        CheckpointError);
   // A default model writes no key_width: its manifest is the bytes it was before key_width existed.
-  ViT<float> plain(tiny(5, 0, "exact"), library_factory<float>());
+  ViT<float> plain(tiny(5, 0, "exact"));
   save_checkpoint(plain, dir.path() / "plain", 0);
   CHECK(read_text(dir.path() / "plain" / "manifest.json").find("key_width") == std::string::npos);
   CHECK(read_text(dir.path() / "narrow" / "manifest.json").find("\"key_width\": 2,") != std::string::npos);
-  // The committed full-run checkpoints (version 2, no key_width): read as the default width, and they load.
-  const std::filesystem::path committed = std::filesystem::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "exact";
+  // The committed full-run checkpoints (version 2, no key_width): read as the default width, and they load. The
+  // first seed's, in exp_vit_training's layout checkpoints/<method>/seed-<k>/ (results committed before that layout
+  // kept one checkpoint per method, in checkpoints/<method>/).
+  const std::filesystem::path results = std::filesystem::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "exact";
+  const std::filesystem::path committed = std::filesystem::exists(results / "seed-0" / "manifest.json") ? results / "seed-0" : results;
+  INFO("committed checkpoint: " << committed);
   REQUIRE(std::filesystem::exists(committed / "manifest.json"));
   const CheckpointInfo c = read_checkpoint_info(committed);
   CHECK(c.config.key_width == 0);
-  ViT<float> trained(c.config, library_factory<float>());
+  ViT<float> trained(c.config);
   load_checkpoint(trained, committed);
   CHECK(trained.params().blocks[0].attn.Wq.cols() == 64);
   CHECK(trained.params().blocks[0].attn.Wq.norm() > 0.1f);

@@ -142,7 +142,7 @@ TEST_CASE("ViT with the library's exact and Linformer attention: one model step 
     INFO(method);
     ViTConfig c = tiny_config(21);
     c.attention = TrainableAttentionConfig{method};
-    ViT<double> m(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<double>(a); });
+    ViT<double> m(c);
     for (auto& t : m.parameter_tensors())
       if (!t.is_vector && t.name.find(".method.") == std::string::npos)
         Eigen::Map<Mat<double>>(t.data, t.rows, t.cols) = gaussian_matrix(t.rows, t.cols, rng, 0.5);

@@ -37,8 +37,7 @@ ViTConfig probe_config(const std::string& method) {
 }
 
 ViT<double> probe_model(const std::string& method) {
-  return ViT<double>(probe_config(method),
-                     [](const TrainableAttentionConfig& c) { return make_trainable_attention<double>(c); });
+  return ViT<double>(probe_config(method));
 }
 
 struct Images {

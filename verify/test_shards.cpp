@@ -1,11 +1,13 @@
 // Sharded sweeps (issue 16): Shard's blocks, TableReader, stamps and merge_shards, on made-up shards.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
 #include <stdexcept>
 
+#include "attnlab/core/rng.hpp"
 #include "attnlab/io/atomic_file.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
@@ -41,6 +43,53 @@ TEST_CASE("Shard: the blocks of every N partition a sweep in order, and each tim
     }
   CHECK(Shard().whole());
   CHECK(Shard().range(5).size() == 5);
+}
+
+TEST_CASE("Shard::range(costs): blocks of about equal cost partition a sweep in order, whatever the costs") {
+  // Random and edge sweeps (sizes 0 to 3 and longer, equal and very unequal costs): the blocks are
+  // contiguous, in shard order, cover the sweep, and each costs within one configuration of total / N.
+  Rng rng(attnlab::testing::test_seed(16));
+  std::vector<std::vector<double>> sweeps = {{}, {1.0}, {2.0, 1.0}, {1.0, 1.0, 1.0}, {1e-300, 1e300}, {5, 1, 1, 1, 1, 1}};
+  for (int k = 0; k < 20; ++k) {
+    std::vector<double> c(1 + static_cast<std::size_t>(rng.uniform() * 40));
+    for (auto& x : c) x = std::exp(6 * rng.uniform());  // costs over more than two decades
+    sweeps.push_back(c);
+  }
+  for (const auto& costs : sweeps)
+    for (int n : {1, 2, 3, 5, 8, 64}) {
+      INFO("sweep of " << costs.size() << ", shards " << n);
+      double total = 0, largest = 0;
+      for (double x : costs) total += x, largest = std::max(largest, x);
+      std::size_t next = 0;
+      for (int i = 1; i <= n; ++i) {
+        const Shard s(i, n);
+        const Shard::Range r = s.range(costs);
+        CHECK(r.begin == next);
+        CHECK(r.end >= r.begin);
+        double cost = 0;
+        for (std::size_t j = r.begin; j < r.end; ++j) cost += costs[j];
+        CHECK(std::abs(cost - total / n) <= largest * (1 + 1e-12));
+        CHECK(s.sweep_sizes() == std::vector<std::size_t>{costs.size()});
+        next = r.end;
+      }
+      CHECK(next == costs.size());
+    }
+  // Equal costs cut as range(size) does, give or take the rounding of a midpoint on a boundary.
+  const std::vector<double> equal(9, 3.0);
+  CHECK(Shard(2, 3).range(equal).begin == 3);
+  CHECK(Shard(2, 3).range(equal).end == 6);
+  // The cut balances cost, not count: one heavy configuration fills a block of its own.
+  const std::vector<double> heavy = {1, 1, 1, 1, 4};
+  CHECK(Shard(1, 2).range(heavy).size() == 4);
+  CHECK(Shard(2, 2).range(heavy).size() == 1);
+  CHECK(Shard().range(heavy).size() == 5);
+  for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    INFO(bad);
+    const std::vector<double> costs = {1.0, bad};
+    CHECK_THROWS_AS(Shard(1, 2).range(costs), std::invalid_argument);
+  }
+  const std::vector<double> huge = {std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
+  CHECK_THROWS_AS(Shard(1, 2).range(huge), std::invalid_argument);
 }
 
 TEST_CASE("Shard::parse: I/N with 1 <= I <= N, anything else refused with the text named") {

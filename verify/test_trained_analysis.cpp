@@ -38,7 +38,7 @@ ViTConfig tiny_config(const std::string& method) {
 }
 
 ViT<double> tiny_model(const std::string& method) {
-  return ViT<double>(tiny_config(method), [](const TrainableAttentionConfig& c) { return make_trainable_attention<double>(c); });
+  return ViT<double>(tiny_config(method));
 }
 
 }  // namespace
@@ -213,7 +213,7 @@ TEST_CASE("exp_trained_attention: bad or missing checkpoints are one line and ex
   // A user's checkpoint (here an untrained, seeded default model): tables, no ledger rows.
   ViTConfig c;
   c.seed = kTrainedAnalysisSeed;
-  ViT<float> model(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> model(c);
   save_checkpoint(model, out.path() / "mine", 0);
   ScratchDir run;
   r = run_binary("exp_trained_attention",
@@ -224,4 +224,11 @@ TEST_CASE("exp_trained_attention: bad or missing checkpoints are one line and ex
   for (const char* f : {"trained_skew_share.csv", "trained_symmetric_swap.csv", "trained_attention_rank.csv",
                         "trained_attention_spectrum.csv", "trained_swap_error.csv", "trained_swap_accuracy.csv"})
     CHECK(std::filesystem::is_regular_file(run.path() / f));
+}
+
+TEST_CASE("exp_trained_attention --help names every claim it judges") {
+  const auto r = attnlab::testing::run_binary("exp_trained_attention", {"--help"});
+  INFO(r.output);
+  CHECK(r.exit_status == 0);
+  for (const char* claim : {"R12", "L5", "U18"}) CHECK(r.output.find(claim) != std::string::npos);
 }

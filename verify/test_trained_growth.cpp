@@ -27,7 +27,12 @@ TEST_CASE("exp_trained_growth: bad checkpoints are one line and exit 2; --checkp
   CHECK(r.output.find(missing) != std::string::npos);
   CHECK(!std::filesystem::exists(out.path() / "claims.csv"));
   // Another method: growth is for exact attention.
-  const auto linformer = std::filesystem::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "linformer";
+  ViTConfig lin;
+  lin.seed = 12;
+  lin.attention.method = "linformer";
+  ViT<float> other(lin);
+  const auto linformer = out.path() / "linformer";
+  save_checkpoint(other, linformer, 0);
   r = run_binary("exp_trained_growth", {"--quick", "--checkpoint", linformer.string(), "--out", out.path().string()});
   INFO(r.output);
   CHECK(r.exit_status == 2);
@@ -38,7 +43,7 @@ TEST_CASE("exp_trained_growth: bad checkpoints are one line and exit 2; --checkp
   ViTConfig c;
   c.seed = 11;
   c.key_width = 3;
-  ViT<float> model(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> model(c);
   save_checkpoint(model, out.path() / "mine", 0);
   ScratchDir run;
   r = run_binary("exp_trained_growth", {"--quick", "--checkpoint", (out.path() / "mine").string(), "--out", run.path().string()});

@@ -42,7 +42,7 @@ TEST_CASE("exp_trained_regression: bad or missing checkpoints are one line and e
   ViTConfig c;
   c.seed = kTrainedRegressionSeed;
   c.attention.method = "linear-elu";
-  ViT<float> other(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> other(c);
   save_checkpoint(other, out.path() / "linear", 0);
   r = run_binary("exp_trained_regression", {"--quick", "--checkpoint", (out.path() / "linear").string(), "--out",
                                             (out.path() / "o").string()});
@@ -53,7 +53,7 @@ TEST_CASE("exp_trained_regression: bad or missing checkpoints are one line and e
 
   // A user's exact checkpoint (an untrained, seeded default model): tables, no ledger rows.
   c.attention.method = "exact";
-  ViT<float> model(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<float>(a); });
+  ViT<float> model(c);
   save_checkpoint(model, out.path() / "mine", 0);
   ScratchDir run;
   r = run_binary("exp_trained_regression", {"--quick", "--checkpoint", (out.path() / "mine").string(), "--out", run.path().string()});

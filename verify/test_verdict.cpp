@@ -159,3 +159,25 @@ TEST_CASE("the ledger records an inconclusive verdict, which needs a note") {
   CHECK(back[0].note == row.note);
   CHECK(attnlab::testing::read_text(ledger).find(",inconclusive,") != std::string::npos);
 }
+
+TEST_CASE("intervals by condition: holds, fails, conditional, and inconclusive where an interval straddles the threshold") {
+  const auto c = [](const char* name, double lo, double hi) { return ConditionInterval{name, std::string(name) + " [..]", lo, hi}; };
+  CHECK(judge_intervals_by_condition({c("a", 1, 2), c("b", 3, 25)}, 25).verdict == Verdict::holds);  // at the threshold passes
+  CHECK(judge_intervals_by_condition({c("a", 26, 30), c("b", 25.5, 40)}, 25).verdict == Verdict::fails);
+  const Judgement mixed = judge_intervals_by_condition({c("a", 1, 2), c("b", 30, 40), c("c", 20, 30)}, 25);
+  CHECK(mixed.verdict == Verdict::conditional);  // decided whatever the straddling one turns out to be
+  CHECK(mixed.note.find("Holds only for a [..]") != std::string::npos);
+  CHECK(mixed.note.find("Fails for b [..]") != std::string::npos);
+  CHECK(mixed.note.find("c [..]") != std::string::npos);
+  CHECK(mixed.observed == 40);
+  const Judgement open = judge_intervals_by_condition({c("a", 1, 2), c("c", 20, 30)}, 25);
+  CHECK(open.verdict == Verdict::inconclusive);  // holds or conditional: the data cannot decide
+  CHECK(open.note.find("cannot decide") != std::string::npos);
+  CHECK(judge_intervals_by_condition({c("b", 30, 40), c("c", 20, 30)}, 25).verdict == Verdict::inconclusive);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Judgement bad = judge_intervals_by_condition({c("a", 1, 2), c("n", nan, nan)}, 25);
+  CHECK(bad.verdict == Verdict::inconclusive);  // NaN never passes
+  CHECK(std::isnan(bad.observed));
+  CHECK_THROWS_AS(judge_intervals_by_condition({}, 25), std::invalid_argument);
+  CHECK_THROWS_AS(judge_intervals_by_condition({c("r", 3, 2)}, 25), std::invalid_argument);
+}

@@ -63,7 +63,7 @@ ViTConfig small_config(const std::string& method, std::uint64_t seed) {
 }
 
 ViT<double> build(const ViTConfig& c) {
-  return ViT<double>(c, [](const TrainableAttentionConfig& a) { return make_trainable_attention<double>(a); });
+  return ViT<double>(c);
 }
 
 // vit_spec.md initialises weights as N(0, 0.02^2), biases 0, LayerNorm 1 and 0: at that scale every score

@@ -139,19 +139,25 @@ void check_output_file(const std::filesystem::path& path) {
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  write_file_atomically(path, [&](const AtomicPieceWriter& write) { write(contents); });
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(const AtomicPieceWriter& write)>& produce) {
   check_output_file(path);
   TempFile tmp(path);
-  const char* data = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t n = ::write(tmp.fd(), data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw OutputError("cannot write " + path.string() + ": " + errno_text());
+  produce([&](std::string_view piece) {
+    const char* data = piece.data();
+    std::size_t left = piece.size();
+    while (left > 0) {
+      const ssize_t n = ::write(tmp.fd(), data, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw OutputError("cannot write " + path.string() + ": " + errno_text());
+      }
+      data += n;
+      left -= static_cast<std::size_t>(n);
     }
-    data += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  });
   // mkstemp creates 0600; results are meant to be shared like any other file.
   if (::fchmod(tmp.fd(), 0644) != 0 || ::fsync(tmp.fd()) != 0)
     throw OutputError("cannot write " + path.string() + ": " + errno_text());

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,6 +28,12 @@ void check_output_file(const std::filesystem::path& path);
 // signal then takes its default action), and ensure_writable_directory removes any left by a process
 // that no longer exists (killed with SIGKILL, say).
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+
+// The same for contents produced piece by piece (a file too large to hold in memory at once): `produce`
+// calls `write` with each piece in order. An exception from `produce` removes the temporary and
+// propagates; `path` is then unchanged.
+using AtomicPieceWriter = std::function<void(std::string_view piece)>;
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(const AtomicPieceWriter& write)>& produce);
 
 // Creates `dir` if needed and checks a file can be created in it; throws
 // OutputError naming the directory otherwise. Leaves nothing behind; removes stale temporaries

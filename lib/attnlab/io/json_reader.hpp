@@ -23,7 +23,7 @@ struct Json {
 inline constexpr int kJsonMaxDepth = 64;
 
 // Parses the whole text; throws std::runtime_error("malformed JSON at byte N: ...") for anything else,
-// including trailing characters, numbers outside JSON's grammar or beyond double's range, and nesting
+// including a key repeated within one object, trailing characters, numbers outside JSON's grammar or beyond double's range, and nesting
 // deeper than kJsonMaxDepth.
 Json parse_json(const std::string& text);
 

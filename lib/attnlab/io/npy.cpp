@@ -21,6 +21,7 @@
 #include "attnlab/io/atomic_file.hpp"
 #include "attnlab/io/bounded_file.hpp"
 #include "attnlab/io/memory_budget.hpp"
+#include "attnlab/io/printable.hpp"
 
 namespace attnlab {
 namespace {
@@ -36,18 +37,6 @@ constexpr std::size_t kMaxHeaderBytes = 1 << 16;
 // first appending spaces so the growth axis could take up to 21 digits (numpy >= 1.24).
 constexpr std::size_t kArrayAlign = 64;
 constexpr std::size_t kGrowthAxisMaxDigits = 21;
-
-// `s` made safe for a one-line message: bytes outside printable ASCII become \xNN (and so does
-// the backslash, so the escape is unambiguous). File names keep their UTF-8 bytes.
-std::string escaped(std::string_view s, bool keep_non_ascii = false) {
-  std::string out;
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c >= 0x20 && c < 0x7f && c != '\\') || (keep_non_ascii && c >= 0x80)) out.push_back(ch);
-    else out += fmt::format("\\x{:02x}", c);
-  }
-  return out;
-}
 
 [[noreturn]] void throw_npy_error(const std::string& name, const std::string& problem) {
   throw NpyError(escaped(name, true) + ": " + problem);

@@ -2,12 +2,11 @@
 #include "attnlab/lab/cli_validators.hpp"
 
 #include <charconv>
-#include <fmt/format.h>
 #include <cmath>
 #include <cstdint>
 #include <string>
 
-#include "attnlab/lab/experiment_cli.hpp"
+#include <fmt/format.h>
 
 namespace attnlab {
 
@@ -42,6 +41,29 @@ const CLI::Validator NonNegativeInteger(
     },
     "UINT");
 
+CLI::Validator integer_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        if (std::string why = NonNegativeInteger(s); !why.empty()) return why;
+        if (s.size() > 18 || std::stoll(s) < lo || std::stoll(s) > hi) return fmt::format("{} is not in [{}, {}]", s, lo, hi);
+        return {};
+      },
+      fmt::format("in [{}, {}]", lo, hi));
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "{}: {}\n", app.get_name(), e.what());
+    return 2;  // kExitUsage (experiment_cli.hpp): bad usage
+  }
+  return std::nullopt;
+}
+
 std::string PlainHelpFormatter::make_option_opts(const CLI::Option* opt) const {
   if (!opt->get_option_text().empty() || opt->get_type_size() == 0) return CLI::Formatter::make_option_opts(opt);
   // get_type_name() is "TYPE" followed by ":description" per validator; keep TYPE, or a list of choices.
@@ -66,20 +88,6 @@ std::string PlainHelpFormatter::make_option_desc(const CLI::Option* opt) const {
   const std::string def = opt->get_default_str();
   if (!def.empty() && desc.find("default") == std::string::npos) desc += " (default " + def + ")";
   return desc;
-}
-
-std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    // One line naming the problem; CLI11's own failure message adds a second line.
-    fmt::print(stderr, "{}: {}\n", app.get_name(), e.what());
-    return kExitUsage;
-  }
-  return std::nullopt;
 }
 
 }  // namespace attnlab

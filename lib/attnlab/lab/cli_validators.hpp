@@ -15,6 +15,14 @@ extern const CLI::Validator FiniteNumber;
 // with base 0: "010" would be 8, "0x10" 16).
 extern const CLI::Validator NonNegativeInteger;
 
+// A plain decimal integer in [lo, hi] (lo >= 0), with one message for either failure (CLI11's `&` prints both).
+CLI::Validator integer_in(long long lo, long long hi);
+
+// Parses the command line into `app`: --help prints the help (exit status 0), a bad flag one line
+// "<app name>: <problem>" on stderr (exit status 2); nullopt when the program goes on.
+//   if (const auto status = parse_command_line(app, argc, argv)) return *status;
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
+
 // --help as a person writes it: "--seed UINT  base seed ... (default 20250311)" instead of CLI11's
 // "--seed UINT:UINT=20250311" or "--threads INT:(UINT) AND (INT in [1 - 1024])". An option shows its
 // type name (or its list of choices) only; the validators' own descriptions are left out, so an option's
@@ -24,10 +32,5 @@ class PlainHelpFormatter : public CLI::Formatter {
   std::string make_option_opts(const CLI::Option* opt) const override;
   std::string make_option_desc(const CLI::Option* opt) const override;
 };
-
-// Parses `app`'s command line as every program of ours does: --help prints the help (exit status 0); a
-// bad flag prints one line "<app name>: <problem>" on stderr (exit status 2, kExitUsage). Returns the
-// status to exit with, or nothing when the program goes on.
-std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
 }  // namespace attnlab

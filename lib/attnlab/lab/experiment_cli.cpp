@@ -14,6 +14,7 @@
 
 #include "attnlab/io/atomic_file.hpp"
 #include "attnlab/lab/build_id.hpp"
+#include "attnlab/lab/build_isa.hpp"
 #include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/quick_marker.hpp"
 #include "attnlab/lab/shard_stamp.hpp"
@@ -267,7 +268,8 @@ int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
     stamp.shards = cli.shard().count();
     stamp.seed = cli.options().seed;
     stamp.quick = cli.options().quick;
-    stamp.build = build_id();
+    // The build and its vector ISA: two builds of one commit for different ISAs write different bits.
+    stamp.build = fmt::format("{} {}", build_id(), build_isa());
     stamp.options = cli.measurement_options();
     stamp.sweeps.assign(cli.shard().sweep_sizes().begin(), cli.shard().sweep_sizes().end());
     stamp.hosts = {{stamp.shard, this_host(), this_cpu()}};

@@ -1,6 +1,8 @@
 #include "attnlab/lab/shard.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -37,6 +39,35 @@ Shard::Range Shard::range(std::size_t size) const {
   sizes_.push_back(size);
   const auto n = static_cast<std::size_t>(count_), i = static_cast<std::size_t>(index_ - 1);
   return {i * size / n, (i + 1) * size / n};
+}
+
+Shard::Range Shard::range(std::span<const double> costs) const {
+  double total = 0;
+  for (std::size_t j = 0; j < costs.size(); ++j) {
+    if (!(std::isfinite(costs[j]) && costs[j] > 0))
+      throw std::invalid_argument(fmt::format("Shard::range: the cost of configuration {} is {}, not a positive finite number",
+                                              j, costs[j]));
+    total += costs[j];
+  }
+  if (!std::isfinite(total)) throw std::invalid_argument("Shard::range: the costs sum to more than a double holds");
+  sizes_.push_back(costs.size());
+  // The block of configuration j: floor(N midpoint / total), clamped to N - 1 against rounding at the end.
+  const auto block = [&, n = static_cast<double>(count_)](double midpoint) {
+    return std::min(static_cast<int>(std::floor(n * midpoint / total)), count_ - 1);
+  };
+  Range r{costs.size(), costs.size()};
+  double before = 0;  // the cost of configurations 0 .. j-1, summed in index order by every shard alike
+  for (std::size_t j = 0; j < costs.size(); ++j) {
+    const int b = block(before + costs[j] / 2);
+    if (b == index_ - 1 && r.begin == costs.size()) r.begin = j;
+    if (b > index_ - 1) {
+      if (r.begin == costs.size()) r.begin = j;  // an empty block, placed where it would start
+      r.end = j;
+      return r;
+    }
+    before += costs[j];
+  }
+  return r;
 }
 
 bool Shard::runs_whole(std::size_t ordinal) const {

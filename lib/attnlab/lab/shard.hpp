@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,15 @@ class Shard {
   // Each call records `size` (sweep_sizes()): the stamp carries the sweep sizes, so the merge can check
   // that every shard enumerated the same sweeps.
   Range range(std::size_t size) const;
+  // A sweep whose configurations cost unequal amounts (training runs of different methods, say): a
+  // contiguous block of about 1/N of the total cost. Configuration j, whose cost spans [C_j, C_j + c_j)
+  // of the total C, goes to the block its midpoint falls in: block floor(N (C_j + c_j / 2) / C) + 1.
+  // Midpoints increase with j, so the blocks are contiguous and in order, and a configuration is never
+  // split; each block's cost is within one configuration's cost of C / N. Only the cut depends on the
+  // costs: a configuration's seed still comes from its index. Costs are any positive finite numbers in
+  // one unit (counted FLOPs, say), computed the same way by every shard; std::invalid_argument naming
+  // the first that is not. Recorded in sweep_sizes() like range(size).
+  Range range(std::span<const double> costs) const;
   const std::vector<std::size_t>& sweep_sizes() const { return sizes_; }
 
   // For a sweep that must run whole in one process (timings fitted together must come from one

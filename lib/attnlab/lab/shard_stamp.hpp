@@ -37,7 +37,7 @@ struct ShardStamp {
   int shard = 1, shards = 1;  // merged: shard is 0
   std::uint64_t seed = 0;
   bool quick = false;
-  std::string build;         // build_id() of the program that measured
+  std::string build;         // build_id() and build_isa() of the program that measured ("<commit> avx512")
   // The experiment's own flags as given (ExperimentCli::measurement_options(), e.g. "--method exact
   // --epochs 3"): shards of one run were all given the same ones.
   std::string options;

@@ -1,6 +1,7 @@
 // Run an executable (no shell) and capture what it prints.
 #include "attnlab/lab/subprocess.hpp"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,8 +35,10 @@ ProcessResult run_process(const std::string& exe, const std::vector<std::string>
   while ((n = ::read(fds[0], buf.data(), buf.size())) > 0) r.output.append(buf.data(), static_cast<std::size_t>(n));
   ::close(fds[0]);
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
   r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.peak_rss_bytes = static_cast<double>(usage.ru_maxrss) * 1024.0;  // Linux reports KiB
   return r;
 }
 

@@ -10,6 +10,7 @@ namespace attnlab {
 struct ProcessResult {
   int exit_status = -1;  // -1 when killed by a signal
   std::string output;    // stdout, with stderr too when asked for
+  double peak_rss_bytes = 0;  // the child's largest resident set (wait4's ru_maxrss)
 };
 
 // Runs `exe` with `args`, waits for it, and returns its exit status and output. With

@@ -76,6 +76,37 @@ Judgement judge_by_condition(const WorstByCondition& worst, double threshold) {
   return j;
 }
 
+Judgement judge_intervals_by_condition(const std::vector<ConditionInterval>& conditions, double threshold) {
+  if (conditions.empty()) throw std::invalid_argument("judge_intervals_by_condition: nothing was measured");
+  std::vector<const ConditionInterval*> pass, fail, open;
+  double observed = -std::numeric_limits<double>::infinity();
+  for (const auto& c : conditions) {
+    if (c.lower > c.upper)
+      throw std::invalid_argument(fmt::format("judge_intervals_by_condition: {}'s interval [{}, {}] is reversed", c.condition,
+                                              c.lower, c.upper));
+    // NaN fails both tests: undecided, never a pass.
+    (c.upper <= threshold ? pass : c.lower > threshold ? fail : open).push_back(&c);
+    observed = std::isnan(c.upper) || std::isnan(observed) ? std::numeric_limits<double>::quiet_NaN() : std::max(observed, c.upper);
+  }
+  const auto names = [](const std::vector<const ConditionInterval*>& cs) {
+    std::string out;
+    for (std::size_t i = 0; i < cs.size(); ++i) out += (i ? "; " : "") + cs[i]->description;
+    return out;
+  };
+  Judgement j{Verdict::inconclusive, observed, ""};
+  if (open.empty() && fail.empty()) j.verdict = Verdict::holds;
+  else if (open.empty() && pass.empty()) j.verdict = Verdict::fails;
+  else if (!pass.empty() && !fail.empty()) j.verdict = Verdict::conditional;
+  if (j.verdict == Verdict::holds || j.verdict == Verdict::fails) return j;
+  if (!pass.empty()) j.note += fmt::format("{} for {}. ", j.verdict == Verdict::conditional ? "Holds only" : "Holds", names(pass));
+  if (!fail.empty()) j.note += fmt::format("Fails for {}. ", names(fail));
+  if (!open.empty())
+    j.note += fmt::format("The 95% interval contains the threshold {:.6g} for {}{}", threshold, names(open),
+                          j.verdict == Verdict::inconclusive ? ": the data cannot decide." : ".");
+  while (!j.note.empty() && j.note.back() == ' ') j.note.pop_back();
+  return j;
+}
+
 namespace {
 
 std::string interval_text(const MethodInterval& m) { return fmt::format("{}'s [{:.6g}, {:.6g}]", m.name, m.lower, m.upper); }

@@ -65,6 +65,23 @@ struct Judgement {
 // are; fails when none is. NaN counts as a failure.
 Judgement judge_by_condition(const WorstByCondition& worst, double threshold);
 
+// judge_by_condition with each condition's metric known only as a 95% interval (L5, U18 over the seeds'
+// models: a head's or an approximation's mean over seeds with its Student-t interval), lower is better.
+// A condition passes when its whole interval lies at or below the threshold (upper <= threshold), fails
+// when it lies above (lower > threshold), and is undecided when it straddles the threshold. Then
+//   holds         every condition passes;
+//   fails         every condition fails;
+//   conditional   some pass and some fail (the note names both, and the undecided);
+//   inconclusive  otherwise: an undecided condition could turn holds into conditional or fails into
+//                 conditional, so the data cannot decide.
+// observed is the largest upper bound (NaN wins). Throws std::invalid_argument for no conditions or an
+// interval with lower > upper.
+struct ConditionInterval {
+  std::string condition, description;  // description: in words, with its interval
+  double lower = 0, upper = 0;
+};
+Judgement judge_intervals_by_condition(const std::vector<ConditionInterval>& conditions, double threshold);
+
 // One method's 95% interval for a score where higher is better (e.g. mean test accuracy over seeds).
 struct MethodInterval {
   std::string name;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "attnlab/core/matrix.hpp"
-#include "attnlab/model/vit.hpp"
+#include "attnlab/model/tensor_ref.hpp"
 
 namespace attnlab {
 

@@ -13,8 +13,8 @@ std::int64_t steps_per_epoch(std::int64_t train_images, Eigen::Index batch) {
   return batch > 0 ? train_images / static_cast<std::int64_t>(batch) : 0;
 }
 
-template <typename T>
-void fit(Trainer<T>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
+template <typename T, typename Model>
+void fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
          const std::function<void(const StepRecord&)>& on_step, const std::function<void(const EpochRecord&)>& on_epoch) {
   using Clock = std::chrono::steady_clock;
   const std::int64_t n_train = options.train_images < 0 ? train.count() : std::min(options.train_images, train.count());
@@ -50,5 +50,8 @@ template void fit<float>(Trainer<float>&, const ImageSet&, const ImageSet&, cons
                          const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
 template void fit<double>(Trainer<double>&, const ImageSet&, const ImageSet&, const FitOptions&,
                           const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
+template void fit<float, PixelLogistic<float>>(Trainer<float, PixelLogistic<float>>&, const ImageSet&, const ImageSet&,
+                                               const FitOptions&, const std::function<void(const StepRecord&)>&,
+                                               const std::function<void(const EpochRecord&)>&);
 
 }  // namespace attnlab

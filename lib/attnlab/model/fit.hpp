@@ -34,10 +34,11 @@ struct EpochRecord {
 // steps per epoch: floor(train images / batch) (the last partial batch of each shuffle is dropped).
 std::int64_t steps_per_epoch(std::int64_t train_images, Eigen::Index batch);
 
-// Trains trainer.model() and calls on_step after every step and on_epoch after every epoch's evaluation.
-// Throws std::invalid_argument when there is not one full batch of training images.
-template <typename T>
-void fit(Trainer<T>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
+// Trains trainer.model() (a ViT, or the linear baseline) and calls on_step after every step and on_epoch
+// after every epoch's evaluation. Throws std::invalid_argument when there is not one full batch of training
+// images.
+template <typename T, typename Model = ViT<T>>
+void fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
          const std::function<void(const StepRecord&)>& on_step, const std::function<void(const EpochRecord&)>& on_epoch);
 
 }  // namespace attnlab

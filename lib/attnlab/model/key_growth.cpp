@@ -139,7 +139,7 @@ std::unique_ptr<ViT<T>> grow_key_width(ViT<T>& model, const GrowthOptions& optio
   }
   ViTConfig grown_config = c;
   grown_config.key_width = dk2;
-  auto grown = std::make_unique<ViT<T>>(grown_config, [](const TrainableAttentionConfig& a) { return make_trainable_attention<T>(a); });
+  auto grown = std::make_unique<ViT<T>>(grown_config);
   // Every tensor but the four that change shape, as it is.
   const auto from = model.parameter_tensors();
   const auto to = grown->parameter_tensors();

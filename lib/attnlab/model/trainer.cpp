@@ -11,8 +11,6 @@
 #include <string>
 #include <utility>
 
-#include "attnlab/model/patch_embedding.hpp"
-
 namespace attnlab {
 
 namespace {
@@ -60,14 +58,14 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng) {
   return idx;
 }
 
-template <typename T>
-Trainer<T>::Trainer(ViT<T>& model, const AdamOptions& adam) : model_(model), adam_(model.parameter_tensors(), adam) {}
+template <typename T, typename Model>
+Trainer<T, Model>::Trainer(Model& model, const AdamOptions& adam) : model_(model), adam_(model.parameter_tensors(), adam) {}
 
-template <typename T>
-Trainer<T>::Trainer(ViT<T>& model, Adam<T> state) : model_(model), adam_(std::move(state)) {}
+template <typename T, typename Model>
+Trainer<T, Model>::Trainer(Model& model, Adam<T> state) : model_(model), adam_(std::move(state)) {}
 
-template <typename T>
-double Trainer<T>::step(const ImageSet& data, std::span<const std::int64_t> batch, double lr) {
+template <typename T, typename Model>
+double Trainer<T, Model>::step(const ImageSet& data, std::span<const std::int64_t> batch, double lr) {
   const auto B = static_cast<Eigen::Index>(batch.size());
   if (B == 0) throw std::invalid_argument("Trainer::step: empty batch");
   const Eigen::Index chunks = (B + kChunkImages - 1) / kChunkImages;
@@ -90,7 +88,7 @@ double Trainer<T>::step(const ImageSet& data, std::span<const std::int64_t> batc
     for (auto& t : grad_refs_[cu]) Eigen::Map<Vec<T>>(t.data, t.size()).setZero();
     labels_[cu].resize(images.size());
     for (std::size_t i = 0; i < images.size(); ++i) labels_[cu][i] = checked_label(data, images[i]);
-    patchify<T>(data.pixels, images, data.side, model_.config().patch, model_.config().stride, model_.config().pad, act_[cu].patches);
+    model_.set_inputs(act_[cu], data.pixels, data.side, images);
     losses_[cu] = model_.forward_backward(act_[cu], labels_[cu], scale, &grads_[cu]);
   });
   // The fixed reduction: chunk 0 += chunk 1, += chunk 2, ... in index order, tensor by tensor.
@@ -106,8 +104,8 @@ double Trainer<T>::step(const ImageSet& data, std::span<const std::int64_t> batc
   return loss;
 }
 
-template <typename T>
-Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t count) {
+template <typename Model>
+Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count) {
   const std::int64_t N = count < 0 ? data.count() : std::min(count, data.count());
   Evaluation e;
   e.count = N;
@@ -115,7 +113,7 @@ Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t coun
   const Eigen::Index chunks = (N + kChunkImages - 1) / kChunkImages;
   std::vector<double> losses(static_cast<std::size_t>(chunks));
   std::vector<std::int64_t> correct(static_cast<std::size_t>(chunks));
-  std::vector<ViTActivations<T>> act(static_cast<std::size_t>(omp_get_max_threads()));
+  std::vector<typename Model::Activations> act(static_cast<std::size_t>(omp_get_max_threads()));
   const EigenSingleThreaded single;
   parallel_chunks(chunks, [&](Eigen::Index c) {
     auto& a = act[static_cast<std::size_t>(omp_get_thread_num())];
@@ -124,7 +122,7 @@ Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t coun
     std::iota(images.begin(), images.end(), first);
     std::vector<std::uint8_t> labels(images.size());
     for (std::size_t i = 0; i < images.size(); ++i) labels[i] = checked_label(data, images[i]);
-    patchify<T>(data.pixels, images, data.side, model.config().patch, model.config().stride, model.config().pad, a.patches);
+    model.set_inputs(a, data.pixels, data.side, images);
     losses[static_cast<std::size_t>(c)] = model.forward_backward(a, labels, 1.0, nullptr);
     std::int64_t right = 0;
     for (Eigen::Index i = 0; i < size; ++i) {
@@ -143,27 +141,32 @@ Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t coun
   return e;
 }
 
-template <typename T>
-Mat<T> predict_logits(const ViT<T>& model, const ImageSet& data, std::span<const std::int64_t> images) {
+template <typename Model>
+Mat<typename Model::Scalar> predict_logits(const Model& model, const ImageSet& data, std::span<const std::int64_t> images) {
   const auto N = static_cast<Eigen::Index>(images.size());
-  Mat<T> out(N, model.config().classes);
-  ViTActivations<T> a;
+  Mat<typename Model::Scalar> out;
+  typename Model::Activations a;
   for (Eigen::Index first = 0; first < N; first += kChunkImages) {
     const Eigen::Index size = std::min(kChunkImages, N - first);
     const auto chunk = images.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
     for (std::int64_t i : chunk) checked_label(data, i);
-    patchify<T>(data.pixels, chunk, data.side, model.config().patch, model.config().stride, model.config().pad, a.patches);
+    model.set_inputs(a, data.pixels, data.side, chunk);
     model.forward_backward(a, {}, 1.0, nullptr);
+    if (first == 0) out.resize(N, a.logits.cols());
     out.middleRows(first, size) = a.logits;
   }
   return out;
 }
 
-template class Trainer<float>;
-template class Trainer<double>;
-template Evaluation evaluate<float>(const ViT<float>&, const ImageSet&, std::int64_t);
-template Evaluation evaluate<double>(const ViT<double>&, const ImageSet&, std::int64_t);
-template Mat<float> predict_logits<float>(const ViT<float>&, const ImageSet&, std::span<const std::int64_t>);
-template Mat<double> predict_logits<double>(const ViT<double>&, const ImageSet&, std::span<const std::int64_t>);
+// The models trained here, in float (the experiments) and double (the checks and the score probe).
+#define ATTNLAB_TRAINED_MODEL(T, M)                                                                     \
+  template class Trainer<T, M>;                                                                       \
+  template Evaluation evaluate<M>(const M&, const ImageSet&, std::int64_t);                           \
+  template Mat<T> predict_logits<M>(const M&, const ImageSet&, std::span<const std::int64_t>);
+ATTNLAB_TRAINED_MODEL(float, ViT<float>)
+ATTNLAB_TRAINED_MODEL(double, ViT<double>)
+ATTNLAB_TRAINED_MODEL(float, PixelLogistic<float>)
+ATTNLAB_TRAINED_MODEL(double, PixelLogistic<double>)
+#undef ATTNLAB_TRAINED_MODEL
 
 }  // namespace attnlab

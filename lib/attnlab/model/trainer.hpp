@@ -1,7 +1,13 @@
-// Deterministic data-parallel training and evaluation of the ViT: each batch is cut into chunks of a
-// fixed number of images (a constant, not the thread count), each chunk's gradient goes to its own
-// buffer (OpenMP over chunks, Eigen single-threaded inside), and the chunks are summed in index order,
-// so weights, losses and accuracies are bit-identical for any thread count.
+// Deterministic data-parallel training and evaluation of the ViT (and of the linear baseline beside it,
+// model/pixel_logistic.hpp, by the same code): each batch is cut into chunks of a fixed number of images (a
+// constant, not the thread count), each chunk's gradient goes to its own buffer (OpenMP over chunks, Eigen
+// single-threaded inside), and the chunks are summed in index order, so weights, losses and accuracies are
+// bit-identical for any thread count.
+//
+// A model the trainer takes (ViT<T>, PixelLogistic<T>) provides: the types Scalar (T), Activations (with a
+// `logits` matrix) and Grads; parameter_tensors(), gradient_tensors(Grads&) in one order; zero_grads();
+// set_inputs(act, pixels, side, images), which fills its input from images; and forward_backward(act,
+// labels, scale, grads or nullptr), which ADDS scale * the gradient of the summed cross-entropy into grads.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +16,7 @@
 
 #include "attnlab/core/rng.hpp"
 #include "attnlab/model/adam.hpp"
+#include "attnlab/model/pixel_logistic.hpp"
 #include "attnlab/model/vit.hpp"
 
 namespace attnlab {
@@ -29,13 +36,13 @@ struct ImageSet {
 // 0 .. count-1 in a random order: Fisher-Yates with rng (j = floor(uniform() * (i + 1))).
 std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng);
 
-template <typename T>
+template <typename T, typename Model = ViT<T>>
 class Trainer {
  public:
-  explicit Trainer(ViT<T>& model, const AdamOptions& adam = {});
+  explicit Trainer(Model& model, const AdamOptions& adam = {});
   // Continues with an optimiser's state (e.g. a copy of another trainer's adam(), reset() where a tensor
   // changed shape); its tensors must match the model's in number and size (checked at each step).
-  Trainer(ViT<T>& model, Adam<T> state);
+  Trainer(Model& model, Adam<T> state);
 
   // One optimiser step on the images data[batch]: the mean cross-entropy's gradient, summed chunk by
   // chunk in index order, then Adam with learning rate lr. Returns the batch's mean loss (before the step).
@@ -44,14 +51,14 @@ class Trainer {
   // The last step's gradient (the chunks' sum), in manifest order.
   const std::vector<TensorRef<T>>& last_gradient() const { return grad_refs_.front(); }
 
-  ViT<T>& model() { return model_; }
+  Model& model() { return model_; }
   const Adam<T>& adam() const { return adam_; }
 
  private:
-  ViT<T>& model_;
+  Model& model_;
   Adam<T> adam_;
-  std::vector<ViTActivations<T>> act_;               // per chunk
-  std::vector<ViTGrads<T>> grads_;                   // per chunk
+  std::vector<typename Model::Activations> act_;     // per chunk
+  std::vector<typename Model::Grads> grads_;         // per chunk
   std::vector<std::vector<TensorRef<T>>> grad_refs_; // per chunk, manifest order
   std::vector<std::vector<std::uint8_t>> labels_;    // per chunk
   std::vector<double> losses_;                       // per chunk
@@ -66,11 +73,11 @@ struct Evaluation {
 
 // Mean loss and accuracy over the first `count` images of data (all when count < 0), in chunks of
 // kChunkImages over OpenMP threads, the chunks' losses summed in index order.
-template <typename T>
-Evaluation evaluate(const ViT<T>& model, const ImageSet& data, std::int64_t count = -1);
+template <typename Model>
+Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count = -1);
 
 // The logits (images.size(), classes) of data[images], one chunk after another on this thread.
-template <typename T>
-Mat<T> predict_logits(const ViT<T>& model, const ImageSet& data, std::span<const std::int64_t> images);
+template <typename Model>
+Mat<typename Model::Scalar> predict_logits(const Model& model, const ImageSet& data, std::span<const std::int64_t> images);
 
 }  // namespace attnlab

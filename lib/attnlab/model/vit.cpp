@@ -161,6 +161,10 @@ ViT<T>::ViT(const ViTConfig& config, const AttentionFactory& factory) : config_(
 }
 
 template <typename T>
+ViT<T>::ViT(const ViTConfig& config)
+    : ViT(config, [](const TrainableAttentionConfig& a) { return make_trainable_attention<T>(a); }) {}
+
+template <typename T>
 std::vector<TensorRef<T>> ViT<T>::parameter_tensors() {
   return manifest(params_, [this](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
     auto& a = *attention_[l];
@@ -207,6 +211,12 @@ ViTGrads<T> ViT<T>::zero_grads() const {
     g.method.push_back(std::move(m));
   }
   return g;
+}
+
+template <typename T>
+void ViT<T>::set_inputs(ViTActivations<T>& act, std::span<const std::uint8_t> pixels, int side,
+                        std::span<const std::int64_t> images) const {
+  patchify<T>(pixels, images, side, config_.patch, config_.stride, config_.pad, act.patches);
 }
 
 template <typename T>

@@ -14,6 +14,7 @@
 #include "attnlab/model/layernorm.hpp"
 #include "attnlab/model/mha.hpp"
 #include "attnlab/model/mlp.hpp"
+#include "attnlab/model/tensor_ref.hpp"
 
 namespace attnlab {
 
@@ -79,16 +80,6 @@ struct ViTParams {
   Vec<T> head_b;                       // (C)
 };
 
-// A named view of one tensor: a matrix (rows, cols) or a vector (rows) in column-major storage.
-template <typename T>
-struct TensorRef {
-  std::string name;
-  T* data = nullptr;
-  Eigen::Index rows = 0, cols = 0;
-  bool is_vector = false;
-  Eigen::Index size() const { return rows * cols; }
-};
-
 // Gradients: the model's tensors and, per layer, one per parameter of the method.
 template <typename T>
 struct ViTGrads {
@@ -117,6 +108,9 @@ struct ViTActivations {
 template <typename T>
 class ViT {
  public:
+  using Scalar = T;
+  using Activations = ViTActivations<T>;
+  using Grads = ViTGrads<T>;
   using AttentionFactory = std::function<std::unique_ptr<TrainableAttention<T>>(const TrainableAttentionConfig&)>;
 
   // Builds the model with freshly initialised weights (vit_spec.md: weight matrices and positions
@@ -126,6 +120,8 @@ class ViT {
   // for widths that do not fit (D not divisible by heads, patch not dividing image, ...) and, before
   // allocating anything, for a model larger than the memory left (vit_memory_problem).
   ViT(const ViTConfig& config, const AttentionFactory& factory);
+  // The same with the library's methods (make_trainable_attention<T>): the model every experiment trains.
+  explicit ViT(const ViTConfig& config);
 
   const ViTConfig& config() const { return config_; }
   ViTParams<T>& params() { return params_; }
@@ -145,7 +141,12 @@ class ViT {
   // Gradients shaped like the parameters, all zero.
   ViTGrads<T> zero_grads() const;
 
-  // One chunk: act.patches (B n, P) must be filled (patchify). Runs the forward pass; with grads not null
+  // act.patches (B n, P) of images `images` of `pixels` (side x side uint8 each, one after another): patchify
+  // with the configuration's windows.
+  void set_inputs(ViTActivations<T>& act, std::span<const std::uint8_t> pixels, int side,
+                  std::span<const std::int64_t> images) const;
+
+  // One chunk: act.patches (B n, P) must be filled (set_inputs, or patchify). Runs the forward pass; with grads not null
   // it keeps the tape and ADDS the gradient of scale * sum_b CE(logits_b, labels_b) into *grads.
   // Returns scale * sum_b CE (labels may be empty when grads is null: then returns 0). Logits in act.logits.
   double forward_backward(ViTActivations<T>& act, std::span<const std::uint8_t> labels, double scale,

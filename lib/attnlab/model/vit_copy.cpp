@@ -21,9 +21,7 @@ void copy_tensors(const std::vector<TensorRef<From>>& from, const std::vector<Te
 
 template <typename To, typename From>
 std::unique_ptr<ViT<To>> copy_vit(ViT<From>& source) {
-  auto copy = std::make_unique<ViT<To>>(source.config(), [](const TrainableAttentionConfig& a) {
-    return make_trainable_attention<To>(a);
-  });
+  auto copy = std::make_unique<ViT<To>>(source.config());
   copy_tensors(source.parameter_tensors(), copy->parameter_tensors());
   copy_tensors(source.buffer_tensors(), copy->buffer_tensors());
   return copy;

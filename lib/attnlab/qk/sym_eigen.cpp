@@ -154,12 +154,20 @@ double orthogonality_ratio(const Mat<T>& v) {
 
 template <typename T>
 Eigen::Index count_nonzero_eigenvalues(const Vec<T>& values, Eigen::Index d) {
-  if (values.size() == 0) return 0;
+  return count_eigenvalue_signs(values, d).nonzero;
+}
+
+template <typename T>
+EigenvalueSigns count_eigenvalue_signs(const Vec<T>& values, Eigen::Index d) {
+  EigenvalueSigns c;
+  if (values.size() == 0) return c;
   const double tol = static_cast<double>(d) * static_cast<double>(std::numeric_limits<T>::epsilon()) *
                      static_cast<double>(values.cwiseAbs().maxCoeff());
-  Eigen::Index c = 0;
-  for (Eigen::Index i = 0; i < values.size(); ++i)
-    if (static_cast<double>(std::abs(values(i))) > tol) ++c;
+  for (Eigen::Index i = 0; i < values.size(); ++i) {
+    if (static_cast<double>(values(i)) > tol) ++c.positive;
+    if (static_cast<double>(values(i)) < -tol) ++c.negative;
+  }
+  c.nonzero = c.positive + c.negative;
   return c;
 }
 
@@ -170,7 +178,8 @@ Eigen::Index count_nonzero_eigenvalues(const Vec<T>& values, Eigen::Index d) {
   template EigenPairs<T> leading_pairs<T>(const EigenPairs<T>&, Eigen::Index);             \
   template double eigen_residual_ratio<T>(const Mat<T>&, const Mat<T>&, const EigenPairs<T>&); \
   template double orthogonality_ratio<T>(const Mat<T>&);                                   \
-  template Eigen::Index count_nonzero_eigenvalues<T>(const Vec<T>&, Eigen::Index);
+  template Eigen::Index count_nonzero_eigenvalues<T>(const Vec<T>&, Eigen::Index);                \
+  template EigenvalueSigns count_eigenvalue_signs<T>(const Vec<T>&, Eigen::Index);
 ATTNLAB_INSTANTIATE_SYM_EIGEN(float)
 ATTNLAB_INSTANTIATE_SYM_EIGEN(double)
 #undef ATTNLAB_INSTANTIATE_SYM_EIGEN

@@ -60,4 +60,11 @@ double orthogonality_ratio(const Mat<T>& v);
 template <typename T>
 Eigen::Index count_nonzero_eigenvalues(const Vec<T>& values, Eigen::Index d);
 
+// The nonzero eigenvalues (the tolerance above) and how many of them are positive and negative.
+struct EigenvalueSigns {
+  Eigen::Index nonzero = 0, positive = 0, negative = 0;
+};
+template <typename T>
+EigenvalueSigns count_eigenvalue_signs(const Vec<T>& values, Eigen::Index d);
+
 }  // namespace attnlab

@@ -1,8 +1,11 @@
 // A trained model with another attention method swapped in, no retraining (claims R12 and U18).
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "attnlab/attention/linformer.hpp"
 #include "attnlab/attention/trainable.hpp"
@@ -19,7 +22,7 @@ template <typename T>
 ViT<T> with_attention(const ViT<T>& trained, const TrainableAttentionConfig& attention) {
   ViTConfig config = trained.config();
   config.attention = attention;
-  ViT<T> out(config, [](const TrainableAttentionConfig& c) { return make_trainable_attention<T>(c); });
+  ViT<T> out(config);
   out.params() = trained.params();
   return out;
 }
@@ -37,5 +40,36 @@ void set_segment_mean_projections(TrainableAttention<T>& method) {
   *mats[0] = p.e.cast<T>();
   *mats[1] = p.f.cast<T>();
 }
+
+// One approximation to swap in (U18): a method and the value of its one size parameter. "linformer-segment-means"
+// is Linformer with E, F set to segment means instead of its untrained Gaussian draws.
+inline constexpr const char* kLinformerSegmentMeans = "linformer-segment-means";
+struct SwapConfig {
+  std::string method;     // a trainable method's name, or kLinformerSegmentMeans
+  std::string parameter;  // "k" (Linformer's projected length), "D" (random features), "m" (landmarks) or "-" (none)
+  Eigen::Index value = 0;
+  std::string label() const { return parameter == "-" ? method : fmt::format("{} {} = {}", method, parameter, value); }
+  TrainableAttentionConfig attention() const {
+    TrainableAttentionConfig a;
+    a.method = method == kLinformerSegmentMeans ? "linformer" : method;
+    if (parameter == "k") a.projection_k = value;
+    if (parameter == "D") a.features = value;
+    if (parameter == "m") a.landmarks = value;
+    return a;
+  }
+};
+
+// `trained` with the approximation in every layer (with_attention, and segment means where asked).
+template <typename T>
+std::unique_ptr<ViT<T>> swapped_model(const ViT<T>& trained, const SwapConfig& swap) {
+  auto m = std::make_unique<ViT<T>>(with_attention(trained, swap.attention()));
+  if (swap.method == kLinformerSegmentMeans)
+    for (Eigen::Index l = 0; l < m->config().layers; ++l) set_segment_mean_projections(m->attention(l));
+  return m;
+}
+
+// The approximation alone, in double, on one head's q, k, v (n x d each) with its own draws from `seed`: its
+// relative output error ||approx - softmax(q k^T / sqrt(d)) v||_F / ||softmax(...) v||_F (U11, U12, L3's metric).
+double swap_error_on(const SwapConfig& swap, const Mat<double>& q, const Mat<double>& k, const Mat<double>& v, std::uint64_t seed);
 
 }  // namespace attnlab

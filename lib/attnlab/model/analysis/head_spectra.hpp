@@ -1,0 +1,36 @@
+// The spectrum of every head's attention matrix P = softmax(Q K^T / sqrt(d_k)) of a model on one image
+// (claim L5): the ranks that hold a share of ||P||_F^2, of P and of P with its mean row removed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attnlab/model/trainer.hpp"
+#include "attnlab/model/vit.hpp"
+
+namespace attnlab {
+
+// One P's spectrum.
+struct SampleSpectrum {
+  Eigen::Index rank = 0, rank_high = 0;  // the ranks holding `fraction` and `high_fraction` of ||P||_F^2
+  // The rank holding `fraction` of ||P - 1 pbar^T||_F^2 (pbar the mean row), 0 when every row is the same.
+  // Near-uniform attention puts almost all of ||P||_F^2 into the one direction of the mean row (1 1^T / n
+  // has rank 1), so P's rank alone cannot tell a head that attends everywhere alike from one whose
+  // variation is low rank; the centred P can.
+  Eigen::Index rank_centred = 0;
+  double top1 = 0;                  // sigma_1^2 / ||P||_F^2
+  Eigen::VectorXd cumulative;       // cumulative_energy of P's singular values
+};
+
+// The spectrum of p (attention_singular_values, checked against ||p||_F^2).
+SampleSpectrum sample_spectrum(const Mat<double>& p, double fraction, double high_fraction);
+
+// P of the heads [first, last) of `model` (head j is layer j / H, head j mod H) on test image `image`, by one
+// forward pass in the model's precision, P recomputed in double from the head's q and k. With check_output
+// (the model's method is exact softmax) P V must reproduce the model's own head output to within
+// `output_tolerance` relative (Frobenius): std::runtime_error naming the layer and head otherwise.
+std::vector<SampleSpectrum> image_head_spectra(const ViT<float>& model, const ImageSet& test, std::int64_t image,
+                                               std::size_t first, std::size_t last, double fraction, double high_fraction,
+                                               bool check_output, double output_tolerance);
+
+}  // namespace attnlab
