@@ -180,6 +180,31 @@ void ensure_writable_directory(const std::filesystem::path& dir) {
   remove_stale_temporaries(dir);
 }
 
+std::string output_directory_problem(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path existing = dir.empty() ? fs::path(".") : dir;
+  // The nearest ancestor that exists: where create_directories would make the first new directory.
+  while (!fs::exists(existing, ec)) {
+    const fs::path parent = existing.has_relative_path() ? existing.parent_path() : existing;
+    if (parent == existing || parent.empty()) {
+      existing = ".";
+      break;
+    }
+    existing = parent;
+  }
+  if (!fs::is_directory(existing, ec))
+    return existing == dir ? "output path " + dir.string() + " is not a directory"
+                           : "cannot create output directory " + dir.string() + ": " + existing.string() + " is not a directory";
+  try {
+    // Access checks lie for root; creating a file is the only honest test.
+    TempFile probe(existing / "probe");
+  } catch (const OutputError& e) {
+    return existing == dir ? std::string(e.what()) : "cannot create output directory " + dir.string() + ": " + e.what();
+  }
+  return {};
+}
+
 void remove_stale_temporaries(const std::filesystem::path& dir) {
   // .NAME.tmp.PID.XXXXXX as TempFile names them; mkstemp's suffix is six letters or digits.
   static const std::regex pattern(R"(\..+\.tmp\.([0-9]{1,10})\.[A-Za-z0-9]{6})");
