@@ -412,3 +412,24 @@ TEST_CASE("attend refuses, before allocating it, exact attention that needs more
   CHECK(e.exit_status == 2);
   CHECK(e.output.find("at least 1") != std::string::npos);
 }
+
+TEST_CASE("bug: attend --threads 1024 under a memory cap exited 1 with the OpenMP runtime's message; now exit 2 and one line" *
+          doctest::skip(attnlab::testing::kAddressSanitizer)) {
+  // 1024 heads of 2 x 2, so 1024 workers would run; their stacks (8 MiB each by default) cannot fit in 1 GiB.
+  ScratchDir dir;
+  NpyArray a;
+  a.dtype = NpyDtype::float64;
+  a.shape = {1024, 2, 2};
+  a.values.assign(1024 * 4, 0.25);
+  for (const char* name : {"q.npy", "k.npy", "v.npy"}) write_npy(dir.path() / name, a);
+  const ProcessResult r = run_process(
+      "/usr/bin/prlimit", {"--as=1073741824", std::string(ATTNLAB_BIN_DIR) + "/attend", "--q", (dir.path() / "q.npy").string(),
+                           "--k", (dir.path() / "k.npy").string(), "--v", (dir.path() / "v.npy").string(), "--threads", "1024",
+                           "--out", (dir.path() / "out.npy").string()},
+      true);
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(r.output.find("--threads: 1024 threads need") != std::string::npos);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(!fs::exists(dir.path() / "out.npy"));
+}
