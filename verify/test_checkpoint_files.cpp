@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "attnlab/attention/trainable.hpp"
 #include "attnlab/io/bounded_file.hpp"
 #include "attnlab/io/npy.hpp"
 #include "attnlab/model/checkpoint.hpp"
@@ -38,7 +37,7 @@ ViTConfig small_config() {
 }
 
 std::unique_ptr<ViT<float>> small_model() {
-  return std::make_unique<ViT<float>>(small_config(), [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); });
+  return std::make_unique<ViT<float>>(small_config());
 }
 
 fs::path saved_checkpoint(const ScratchDir& dir, const std::string& name = "ckpt") {
@@ -154,7 +153,7 @@ TEST_CASE("bug: a manifest with D, L or the image at 2^20 (inside the accepted r
   ViTConfig huge = checkpoint_files::small_config();
   huge.D = 1 << 20;
   huge.heads = 1;
-  CHECK_THROWS_WITH_AS(ViT<float>(huge, [](const TrainableAttentionConfig& c) { return make_trainable_attention<float>(c); }),
+  CHECK_THROWS_WITH_AS(ViT<float>(huge),
                        doctest::Contains("needs at least"), std::invalid_argument);
   // The estimate is a lower bound: the small model fits, and is far below a GiB.
   CHECK(vit_memory_lower_bound(checkpoint_files::small_config(), sizeof(float)) < 1e6);
