@@ -40,7 +40,7 @@ TEST_CASE("an experiment replaces its own rows and leaves the others untouched")
   CHECK(rows[0].note == "only when x, since y");
   CHECK(rows[0].observed == 4.0);
   CHECK(rows[0].experiment == "exp_x");
-  CHECK(dir.files() == std::vector<std::string>{"claims.csv"});
+  CHECK(dir.files() == std::vector<std::string>{".claims.csv.lock", "claims.csv"});  // the writers' lock file stays
 }
 
 TEST_CASE("rows that break the ledger's rules are refused and the ledger is unchanged") {

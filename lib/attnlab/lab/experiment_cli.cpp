@@ -320,10 +320,11 @@ int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
     const std::filesystem::path& out = cli.options().out;
     cli.prepare_out();
     if (!cli.sharded()) {
-      const std::string run_id = begin_run(cli);
+      // A run on the user's matrices writes tables only, no ledger rows: it is not stamped.
+      const std::string run_id = cli.uses_given() ? std::string() : begin_run(cli);
       if (!cli.judging()) parts.measure(Shard());
       cli.write_claims(parts.judge(out));
-      finish_run(run_id, cli);
+      if (!run_id.empty()) finish_run(run_id, cli);
       return;
     }
     // A shard: the old stamp goes first, the new one last, so a task killed midway leaves no stamp and
