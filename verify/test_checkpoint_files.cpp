@@ -153,7 +153,7 @@ TEST_CASE("bug: a manifest with D, L or the image at 2^20 (inside the accepted r
   ViTConfig huge = checkpoint_files::small_config();
   huge.D = 1 << 20;
   huge.heads = 1;
-  CHECK_THROWS_WITH_AS(ViT<float>(huge),
+  CHECK_THROWS_WITH_AS(ViT<float>{huge},
                        doctest::Contains("needs at least"), std::invalid_argument);
   // The estimate is a lower bound: the small model fits, and is far below a GiB.
   CHECK(vit_memory_lower_bound(checkpoint_files::small_config(), sizeof(float)) < 1e6);
