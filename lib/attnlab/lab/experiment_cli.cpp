@@ -185,7 +185,6 @@ void ExperimentCli::prepare_out() const {
 }
 
 void ExperimentCli::write_table(const CsvTable& table, const std::string& file) const {
-  prepare_out();
   table.with_column(text_col("inputs"), inputs_label()).write(output_path(file));
   if (std::find(written_.begin(), written_.end(), file) == written_.end()) written_.push_back(file);
 }
@@ -212,7 +211,10 @@ std::string ExperimentCli::measurement_options() const {
   return text;
 }
 
-std::filesystem::path ExperimentCli::output_path(const std::string& file) const { return options_.out / file; }
+std::filesystem::path ExperimentCli::output_path(const std::string& file) const {
+  prepare_out();  // a path to write to: --out exists (and is marked quick) from here on
+  return options_.out / file;
+}
 
 std::string ExperimentCli::evidence_path(const std::string& file) const {
   namespace fs = std::filesystem;

@@ -117,7 +117,8 @@ class ExperimentCli {
   // parse() only checks that it can be. Throws OutputError.
   void prepare_out() const;
 
-  // <out>/<file>, and the same path relative to the repository root for the ledger.
+  // <out>/<file> (a path to write to: prepare_out() first), and the same path relative to the repository
+  // root for the ledger.
   std::filesystem::path output_path(const std::string& file) const;
   std::string evidence_path(const std::string& file) const;
   std::filesystem::path ledger_path() const { return options_.out / "claims.csv"; }
