@@ -213,6 +213,92 @@ Measured run_configuration(const Config& c, std::uint64_t seed, int repeats) {
   return m;
 }
 
+// One configuration in a fresh process: its peak memory is its own, not the largest so far.
+// The child gets --quick too: quick and full runs refuse each other's --out directory.
+Measured run_child(const std::string& self, const Config& c, const CommonOptions& opt, int repeats) {
+  std::vector<std::string> args = {"--run-one", c.spec(), "--seed", std::to_string(opt.seed), "--threads",
+                                   std::to_string(opt.threads), "--repeats", std::to_string(repeats),
+                                   "--out", opt.out.string()};
+  if (opt.quick) args.push_back("--quick");
+  const ProcessResult r = run_process(self, args, false);
+  std::istringstream in(r.output);
+  Measured m;
+  BudgetedTiming& t = m.timing;
+  int warmed_up = 0;
+  if (r.exit_status != 0 ||
+      !(in >> t.median_s >> t.runs >> warmed_up >> m.peak_bytes >> t.user_s >> t.sys_s >> t.minor_faults))
+    throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
+  t.warmed_up = warmed_up != 0;
+  return m;
+}
+
+// One timing of one configuration, with the sgemm rates measured just before and just after it.
+struct Pass {
+  Measured m;
+  double before = 0, after = 0;
+};
+
+// Each pass times its configurations in order, the sgemm rate measured between consecutive ones (a
+// configuration's "after" is the next one's "before") and in full after the last configuration of all.
+// Pass 1 times every configuration; pass 2 those bench_second_pass_due names, decided by pass 1's runs.
+// A row's ceiling is the better of the rates measured just before and just after it: that never raises
+// a share above what either measurement gives; tools/bench_report.py flags a row whose two differ by more
+// than its threshold (the machine changed under it). `end` receives the full rate measured after the last.
+std::vector<std::vector<Pass>> time_passes(const std::vector<Config>& configs, const std::string& self,
+                                           const CommonOptions& opt, int repeats, bench::GemmProbe& probe,
+                                           const std::pair<double, double>& start, bench::GemmProbe::Library library,
+                                           std::pair<double, double>& end) {
+  std::vector<std::vector<Pass>> passes(configs.size());
+  double before = bench::rate_of(start, library);
+  std::vector<std::size_t> todo(configs.size());
+  for (std::size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  for (int pass = 1; pass <= kBenchPasses && !todo.empty(); ++pass) {
+    Progress progress(fmt::format("bench_attention, pass {} of {}", pass, kBenchPasses), todo.size());
+    std::vector<std::size_t> again;
+    for (std::size_t j = 0; j < todo.size(); ++j) {
+      const std::size_t i = todo[j];
+      const Measured m = run_child(self, configs[i], opt, repeats);
+      if (pass < kBenchPasses && bench_second_pass_due(m.timing, repeats)) again.push_back(i);
+      const bool last = j + 1 == todo.size() && (pass == kBenchPasses || again.empty());
+      if (last) end = bench::full_ceiling(probe, opt.quick, " at the end");
+      const double after = last ? bench::rate_of(end, library) : bench::beside_rate(probe, library);
+      passes[i].push_back({m, before, after});
+      before = after;
+      progress.tick();
+    }
+    todo = std::move(again);
+  }
+  return passes;
+}
+
+// The table's rows: for each configuration, the pass with the lower median.
+void add_rows(CsvTable& table, const std::vector<Config>& configs, const std::vector<std::vector<Pass>>& passes,
+              const CommonOptions& opt, bench::GemmProbe::Library library, double memory_gbs) {
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    // The pass with the lower median is the measurement, with everything measured in it (its runs, CPU
+    // time, faults, peak memory, and the sgemm rate measured beside it); the first on a tie.
+    const auto& ps = passes[i];
+    const Pass& p = *std::min_element(ps.begin(), ps.end(),
+                                      [](const Pass& x, const Pass& y) { return x.m.timing.median_s < y.m.timing.median_s; });
+    std::string pass_medians;
+    for (const Pass& x : ps) {
+      if (!pass_medians.empty()) pass_medians += ' ';
+      pass_medians += format_real(x.m.timing.median_s);
+    }
+    const BudgetedTiming& t = p.m.timing;
+    const double gemm = std::max(p.before, p.after);  // the ceiling this row is set against
+    const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
+    // The roofline: no kernel doing these flops on this many bytes can beat the lower of the two ceilings.
+    const double roofline = std::min(gemm, counted_flops(c.method, c.n, c.d) / minimal_bytes(c.method, c.n, c.d) * memory_gbs);
+    table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, t.median_s,
+                   flops / t.median_s * 1e-9, p.m.peak_bytes / (1024.0 * 1024.0), gemm,
+                   std::string(bench::library_name(library)), p.before, p.after, t.runs,
+                   t.warmed_up ? 1 : 0, t.user_s, t.sys_s, t.minor_faults, memory_gbs, roofline,
+                   static_cast<int>(ps.size()), pass_medians});
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,78 +345,9 @@ int main(int argc, char** argv) {
                     int_col("passes"), text_col("pass_medians_s")});
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto configs = configurations(opt.quick);
-    // One configuration in a fresh process: its peak memory is its own, not the largest so far.
-    // The child gets --quick too: quick and full runs refuse each other's --out directory.
-    const auto run_child = [&](const Config& c) {
-      std::vector<std::string> args = {"--run-one", c.spec(), "--seed", std::to_string(opt.seed), "--threads",
-                                       std::to_string(opt.threads), "--repeats", std::to_string(repeats),
-                                       "--out", opt.out.string()};
-      if (opt.quick) args.push_back("--quick");
-      const ProcessResult r = run_process(self, args, false);
-      std::istringstream in(r.output);
-      Measured m;
-      BudgetedTiming& t = m.timing;
-      int warmed_up = 0;
-      if (r.exit_status != 0 ||
-          !(in >> t.median_s >> t.runs >> warmed_up >> m.peak_bytes >> t.user_s >> t.sys_s >> t.minor_faults))
-        throw std::runtime_error(fmt::format("configuration {} failed (exit status {})", c.spec(), r.exit_status));
-      t.warmed_up = warmed_up != 0;
-      return m;
-    };
-    // Each pass times its configurations in order, the sgemm rate measured between consecutive ones (a
-    // configuration's "after" is the next one's "before") and in full after the last configuration of all.
-    // Pass 1 times every configuration; pass 2 those bench_second_pass_due names, decided by pass 1's runs.
-    // A row's ceiling is the better of the rates measured just before and just after it: that never raises
-    // a share above what either measurement gives; tools/bench_report.py flags a row whose two differ by more
-    // than its threshold (the machine changed under it).
-    struct Pass {
-      Measured m;
-      double before = 0, after = 0;
-    };
-    std::vector<std::vector<Pass>> passes(configs.size());
-    double before = bench::rate_of(start, library);
     std::pair<double, double> end{};
-    std::vector<std::size_t> todo(configs.size());
-    for (std::size_t i = 0; i < todo.size(); ++i) todo[i] = i;
-    for (int pass = 1; pass <= kBenchPasses && !todo.empty(); ++pass) {
-      Progress progress(fmt::format("bench_attention, pass {} of {}", pass, kBenchPasses), todo.size());
-      std::vector<std::size_t> again;
-      for (std::size_t j = 0; j < todo.size(); ++j) {
-        const std::size_t i = todo[j];
-        const Measured m = run_child(configs[i]);
-        if (pass < kBenchPasses && bench_second_pass_due(m.timing, repeats)) again.push_back(i);
-        const bool last = j + 1 == todo.size() && (pass == kBenchPasses || again.empty());
-        if (last) end = bench::full_ceiling(probe, opt.quick, " at the end");
-        const double after = last ? bench::rate_of(end, library) : bench::beside_rate(probe, library);
-        passes[i].push_back({m, before, after});
-        before = after;
-        progress.tick();
-      }
-      todo = std::move(again);
-    }
-    for (std::size_t i = 0; i < configs.size(); ++i) {
-      const Config& c = configs[i];
-      // The pass with the lower median is the measurement, with everything measured in it (its runs, CPU
-      // time, faults, peak memory, and the sgemm rate measured beside it); the first on a tie.
-      const auto& ps = passes[i];
-      const Pass& p = *std::min_element(ps.begin(), ps.end(),
-                                        [](const Pass& x, const Pass& y) { return x.m.timing.median_s < y.m.timing.median_s; });
-      std::string pass_medians;
-      for (const Pass& x : ps) {
-        if (!pass_medians.empty()) pass_medians += ' ';
-        pass_medians += format_real(x.m.timing.median_s);
-      }
-      const BudgetedTiming& t = p.m.timing;
-      const double gemm = std::max(p.before, p.after);  // the ceiling this row is set against
-      const double flops = counted_flops(c.method, c.n, c.d) * static_cast<double>(c.batch * c.heads);
-      // The roofline: no kernel doing these flops on this many bytes can beat the lower of the two ceilings.
-      const double roofline = std::min(gemm, counted_flops(c.method, c.n, c.d) / minimal_bytes(c.method, c.n, c.d) * memory_gbs);
-      table.add_row({c.method, "attnlab", c.batch, c.heads, c.n, c.d, opt.threads, t.median_s,
-                     flops / t.median_s * 1e-9, p.m.peak_bytes / (1024.0 * 1024.0), gemm,
-                     std::string(bench::library_name(library)), p.before, p.after, t.runs,
-                     t.warmed_up ? 1 : 0, t.user_s, t.sys_s, t.minor_faults, memory_gbs, roofline,
-                     static_cast<int>(ps.size()), pass_medians});
-    }
+    const auto passes = time_passes(configs, self, opt, repeats, probe, start, library, end);
+    add_rows(table, configs, passes, opt, library, memory_gbs);
     // The bandwidth once more, after every configuration (the GEMM rate's end measurement is the last row's
     // "after"): tools/bench_report.py states both ends and says when they moved apart.
     const double memory_end = bench::memory_ceiling(opt.quick, opt.threads);

@@ -24,6 +24,21 @@ namespace exp_five_attentions_cost {  // compiled beside other programs, linked 
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* batch = "batch";
+constexpr const char* d = "d";
+constexpr const char* fastest = "fastest";
+constexpr const char* heads = "heads";
+constexpr const char* impl = "impl";
+constexpr const char* median_seconds = "median_seconds";
+constexpr const char* method = "method";
+constexpr const char* multiply_adds = "multiply_adds";
+constexpr const char* n = "n";
+constexpr const char* threads = "threads";
+constexpr const char* workspace_bytes = "workspace_bytes";
+}  // namespace col
+
 // Method parameters: 64 landmarks as the report's runs; k and D fixed at 64 as well, so
 // every approximation does O(n * 64 * d) work.
 constexpr Eigen::Index kLandmarks = 64, kProjected = 64, kFeatures = 64;
@@ -107,7 +122,8 @@ ScalingShape scaling_shape(bool quick) {
 // configurations (n, method) in that nesting.
 void measure_counts(const ExperimentCli& cli, const std::vector<Method>& all, const Shard& shard) {
   const ScalingShape shape = scaling_shape(cli.options().quick);
-  CsvTable counts({text_col("method"), int_col("n"), int_col("d"), real_col("multiply_adds"), real_col("workspace_bytes")});
+  CsvTable counts({text_col(col::method), int_col(col::n), int_col(col::d), real_col(col::multiply_adds),
+                   real_col(col::workspace_bytes)});
   const Shard::Range range = shard.range(shape.ns.size() * all.size());
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const Eigen::Index n = shape.ns[i / all.size()];
@@ -129,7 +145,8 @@ void measure_timings(const ExperimentCli& cli, const std::vector<Method>& all, c
 
   // 1. U14: one head, n growing: median times of every kernel.
   const ScalingShape shape = scaling_shape(quick);
-  CsvTable scaling({text_col("method"), text_col("impl"), int_col("n"), int_col("d"), real_col("median_seconds")});
+  CsvTable scaling(
+      {text_col(col::method), text_col(col::impl), int_col(col::n), int_col(col::d), real_col(col::median_seconds)});
   if (time_scaling || time_grid) {
     Progress p14("U14 scaling", time_scaling ? shape.ns.size() * all.size() : 0);
     for (Eigen::Index n : shape.ns) {
@@ -149,8 +166,8 @@ void measure_timings(const ExperimentCli& cli, const std::vector<Method>& all, c
 
   // 2. U15: Figure 3's grid (batch 32, heads 4, n in {128 .. 2048}, d in {32, 64}) on
   //    this CPU, every method on the same inputs; which is fastest where.
-  CsvTable grid({text_col("method"), text_col("impl"), int_col("batch"), int_col("heads"), int_col("n"), int_col("d"),
-                 int_col("threads"), real_col("median_seconds"), text_col("fastest")});
+  CsvTable grid({text_col(col::method), text_col(col::impl), int_col(col::batch), int_col(col::heads), int_col(col::n),
+                 int_col(col::d), int_col(col::threads), real_col(col::median_seconds), text_col(col::fastest)});
   if (time_grid) {
     const Eigen::Index batch = quick ? 2 : 32, heads = quick ? 2 : 4;
     const std::vector<Eigen::Index> grid_n = quick ? std::vector<Eigen::Index>{128, 256} : std::vector<Eigen::Index>{128, 256, 512, 768, 1024, 2048};
@@ -190,19 +207,18 @@ void measure_timings(const ExperimentCli& cli, const std::vector<Method>& all, c
 ClaimRow judge_scaling(const ExperimentCli& cli, const std::vector<Method>& all, const std::filesystem::path& dir) {
   const TableReader counts(dir / kCountsTable), scaling(dir / kScalingTable);
   std::vector<double> x;  // the lengths, in the sweep's order
+  for (std::int64_t n : counts.distinct_integers(col::n)) x.push_back(static_cast<double>(n));
   std::int64_t d = 0;
   std::map<std::string, std::vector<double>> secs, work, mem;
   for (std::size_t i = 0; i < counts.rows(); ++i) {
-    const auto n = static_cast<double>(counts.integer(i, "n"));
-    if (std::find(x.begin(), x.end(), n) == x.end()) x.push_back(n);
-    d = counts.integer(i, "d");
-    work[counts.text(i, "method")].push_back(counts.real(i, "multiply_adds"));
-    mem[counts.text(i, "method")].push_back(counts.real(i, "workspace_bytes"));
+    d = counts.integer(i, col::d);
+    work[counts.text(i, col::method)].push_back(counts.real(i, col::multiply_adds));
+    mem[counts.text(i, col::method)].push_back(counts.real(i, col::workspace_bytes));
   }
   for (const Method& m : all)
     for (std::size_t i = 0; i < scaling.rows(); ++i)
-      if (scaling.text(i, "method") == m.name() && scaling.text(i, "impl") == to_string(m.user_impl()))
-        secs[m.name()].push_back(scaling.real(i, "median_seconds"));
+      if (scaling.text(i, col::method) == m.name() && scaling.text(i, col::impl) == to_string(m.user_impl()))
+        secs[m.name()].push_back(scaling.real(i, col::median_seconds));
   WorstByCondition table1;
   std::string fits;
   for (const Method& m : all) {
@@ -233,13 +249,13 @@ ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) 
   std::string fastest_list;
   std::int64_t threads = 0;  // of the run that timed the grid
   for (std::size_t i = 0; i < grid.rows(); ++i) {
-    threads = grid.integer(i, "threads");
-    if (grid.text(i, "fastest") != "yes") continue;  // one row per cell, in the grid's order
-    const std::string& best = grid.text(i, "method");
+    threads = grid.integer(i, col::threads);
+    if (grid.text(i, col::fastest) != "yes") continue;  // one row per cell, in the grid's order
+    const std::string& best = grid.text(i, col::method);
     const bool linear = best.starts_with("linear");
     linear_fastest.add(linear ? "linear" : "other", linear ? "cells where a linear form is fastest" : "cells where another method is fastest",
                        linear ? 0.0 : 1.0);
-    fastest_list += fmt::format("{}(n={},d={}) ", best, grid.integer(i, "n"), grid.integer(i, "d"));
+    fastest_list += fmt::format("{}(n={},d={}) ", best, grid.integer(i, col::n), grid.integer(i, col::d));
   }
   Judgement u15 = judge_by_condition(linear_fastest, 0.5);
   u15.note = (u15.note.empty() ? "" : u15.note + " ") + "fastest per cell: " + fastest_list +

@@ -29,6 +29,31 @@ namespace exp_linear_attention {  // compiled beside other programs, linked alon
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* assoc_ratio_double = "assoc_ratio_double";
+constexpr const char* assoc_ratio_float = "assoc_ratio_float";
+constexpr const char* claimed_exponent = "claimed_exponent";
+constexpr const char* d = "d";
+constexpr const char* efficient_matrix_max_abs = "efficient_matrix_max_abs";
+constexpr const char* efficient_rel_error = "efficient_rel_error";
+constexpr const char* efficient_residual_ratio = "efficient_residual_ratio";
+constexpr const char* elu_matrix_max_abs = "elu_matrix_max_abs";
+constexpr const char* elu_rel_error = "elu_rel_error";
+constexpr const char* elu_residual_ratio = "elu_residual_ratio";
+constexpr const char* family = "family";
+constexpr const char* median_seconds = "median_seconds";
+constexpr const char* method = "method";
+constexpr const char* multiply_adds = "multiply_adds";
+constexpr const char* n = "n";
+constexpr const char* ops_exponent = "ops_exponent";
+constexpr const char* quantity = "quantity";
+constexpr const char* repeats = "repeats";
+constexpr const char* sweep = "sweep";
+constexpr const char* trial = "trial";
+constexpr const char* workspace_bytes = "workspace_bytes";
+}  // namespace col
+
 // U1: "equivalent" = the difference is rounding: ||E - S||_F / (n ||S||_F eps) <= 30 (LAPACK's
 // threshold). "Approximately equal", the looser reading, = relative Frobenius error <= 1e-3.
 constexpr double kEquivalentRatio = kResidualRatioThreshold;
@@ -137,15 +162,15 @@ void measure_accuracy_sweep(const ExperimentCli& cli, const std::vector<std::str
       for (auto d : ds)
         for (int t = 0; t < trials; ++t) configs.push_back({f, n, d, t});
   const Shard::Range range = shard.range(configs.size());
-  std::vector<AccuracyResult> results(range.size());
-  parallel_trials(range.size(), [&](std::size_t j) {
+  const auto results = run_trials<AccuracyResult>(range.size(), "U1-U2 accuracy", [&](std::size_t j) {
     const std::size_t i = range.begin + j;
-    results[j] = measure_accuracy(configs[i], given, derive_seed(opt.seed, i));
+    return measure_accuracy(configs[i], given, derive_seed(opt.seed, i));
   });
-  CsvTable acc({text_col("family"), int_col("n"), int_col("d"), int_col("trial"), real_col("efficient_rel_error"),
-                real_col("efficient_residual_ratio"), real_col("efficient_matrix_max_abs"), real_col("elu_rel_error"),
-                real_col("elu_residual_ratio"), real_col("elu_matrix_max_abs"), real_col("assoc_ratio_double"),
-                real_col("assoc_ratio_float")});
+  CsvTable acc({text_col(col::family), int_col(col::n), int_col(col::d), int_col(col::trial),
+                real_col(col::efficient_rel_error), real_col(col::efficient_residual_ratio),
+                real_col(col::efficient_matrix_max_abs), real_col(col::elu_rel_error),
+                real_col(col::elu_residual_ratio), real_col(col::elu_matrix_max_abs), real_col(col::assoc_ratio_double),
+                real_col(col::assoc_ratio_float)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const auto& c = configs[range.begin + j];
     const auto& r = results[j];
@@ -161,8 +186,8 @@ void measure_accuracy_sweep(const ExperimentCli& cli, const std::vector<std::str
 // derive_seed(seed, 1000 + i).
 void measure_timing(const ExperimentCli& cli, const Shard& shard) {
   const auto& opt = cli.options();
-  CsvTable timing({text_col("method"), text_col("sweep"), int_col("n"), int_col("d"), int_col("repeats"),
-                   real_col("median_seconds"), real_col("multiply_adds"), real_col("workspace_bytes")});
+  CsvTable timing({text_col(col::method), text_col(col::sweep), int_col(col::n), int_col(col::d), int_col(col::repeats),
+                   real_col(col::median_seconds), real_col(col::multiply_adds), real_col(col::workspace_bytes)});
   if (shard.runs_whole(0)) {
     const int repeats = opt.quick ? 3 : 5;
     const std::vector<Eigen::Index> tn = opt.quick ? std::vector<Eigen::Index>{64, 128, 256}
@@ -188,25 +213,20 @@ std::vector<ClaimRow> judge_accuracy(const ExperimentCli& cli, const std::filesy
   double eff_worst_ratio = 0, eff_min_rel = std::numeric_limits<double>::infinity(), eff_max_rel = 0;
   double elu_worst_ratio = 0, elu_min_rel = std::numeric_limits<double>::infinity(), elu_max_rel = 0;
   double assoc_d = 0, assoc_f = 0;
-  std::vector<std::string> families, far_families;  // in the table's order; those with a config beyond 1e-3
+  GroupOutcomes approximate;  // per family (in the table's order): every config within 1e-3
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const std::string& f = t.text(i, "family");
-    if (std::find(families.begin(), families.end(), f) == families.end()) families.push_back(f);
-    const double eff_rel = t.real(i, "efficient_rel_error"), elu_rel = t.real(i, "elu_rel_error");
-    if (eff_rel > kApproximateRelError && std::find(far_families.begin(), far_families.end(), f) == far_families.end())
-      far_families.push_back(f);
-    eff_worst_ratio = std::max(eff_worst_ratio, t.real(i, "efficient_residual_ratio"));
+    const double eff_rel = t.real(i, col::efficient_rel_error), elu_rel = t.real(i, col::elu_rel_error);
+    approximate.add(t.text(i, col::family), !(eff_rel > kApproximateRelError));
+    eff_worst_ratio = std::max(eff_worst_ratio, t.real(i, col::efficient_residual_ratio));
     eff_min_rel = std::min(eff_min_rel, eff_rel);
     eff_max_rel = std::max(eff_max_rel, eff_rel);
-    elu_worst_ratio = std::max(elu_worst_ratio, t.real(i, "elu_residual_ratio"));
+    elu_worst_ratio = std::max(elu_worst_ratio, t.real(i, col::elu_residual_ratio));
     elu_min_rel = std::min(elu_min_rel, elu_rel);
     elu_max_rel = std::max(elu_max_rel, elu_rel);
-    assoc_d = std::max(assoc_d, t.real(i, "assoc_ratio_double"));
-    assoc_f = std::max(assoc_f, t.real(i, "assoc_ratio_float"));
+    assoc_d = std::max(assoc_d, t.real(i, col::assoc_ratio_double));
+    assoc_f = std::max(assoc_f, t.real(i, col::assoc_ratio_float));
   }
-  std::vector<std::string> approx_families;  // families where every config is within 1e-3
-  for (const auto& f : families)
-    if (std::find(far_families.begin(), far_families.end(), f) == far_families.end()) approx_families.push_back(f);
+  const std::vector<std::string> approx_families = approximate.passing();  // families where every config is within 1e-3
   const std::string acc_evidence = cli.evidence_path(kAccuracyTable);
 
   ClaimRow u1{"U1", Verdict::fails, "largest residual ratio ||E - S||_F / (n ||S||_F eps) of "
@@ -241,9 +261,9 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
   const TableReader t(dir / kTimingTable);
   std::int64_t fixed_n = 0, largest_d = 0;  // the d sweep's n and its largest d
   for (std::size_t i = 0; i < t.rows(); ++i)
-    if (t.text(i, "sweep") == "d") {
-      fixed_n = t.integer(i, "n");
-      largest_d = std::max(largest_d, t.integer(i, "d"));
+    if (t.text(i, col::sweep) == "d") {
+      fixed_n = t.integer(i, col::n);
+      largest_d = std::max(largest_d, t.integer(i, col::d));
     }
   // Claimed exponents: softmax O(d n^2) time, O(n^2) memory; linear O(d^2 n) time, O(dn + d^2) memory.
   struct Claimed { std::string method, sweep, quantity; double exponent; };
@@ -252,18 +272,18 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
       {"efficient", "d", "time", 2}, {"elu", "n", "time", 1}, {"elu", "d", "time", 2},
       {"softmax", "n", "memory", 2}, {"softmax", "d", "memory", 0}, {"efficient", "n", "memory", 1},
       {"efficient", "d", "memory", 1}, {"elu", "n", "memory", 1}, {"elu", "d", "memory", 1}};
-  CsvTable fits(fit_columns({text_col("method"), text_col("sweep"), text_col("quantity"), real_col("claimed_exponent"),
-                             real_col("ops_exponent")}));
+  CsvTable fits(fit_columns({text_col(col::method), text_col(col::sweep), text_col(col::quantity),
+                             real_col(col::claimed_exponent), real_col(col::ops_exponent)}));
   bool n_ok = true, d_ok = true;
   int miss_count = 0;
   std::string misses;
   for (const auto& c : claimed) {
     std::vector<double> x, y, ops;
     for (std::size_t i = 0; i < t.rows(); ++i) {
-      if (t.text(i, "method") != c.method || t.text(i, "sweep") != c.sweep) continue;
-      x.push_back(static_cast<double>(t.integer(i, c.sweep == "n" ? "n" : "d")));
-      y.push_back(t.real(i, c.quantity == "time" ? "median_seconds" : "workspace_bytes"));
-      ops.push_back(t.real(i, "multiply_adds"));
+      if (t.text(i, col::method) != c.method || t.text(i, col::sweep) != c.sweep) continue;
+      x.push_back(static_cast<double>(t.integer(i, c.sweep == "n" ? col::n : col::d)));
+      y.push_back(t.real(i, c.quantity == "time" ? col::median_seconds : col::workspace_bytes));
+      ops.push_back(t.real(i, col::multiply_adds));
     }
     const PowerLawFit fit = fit_power_law(x, y), ops_fit = fit_power_law(x, ops);
     fits.add_row(fit_row({c.method, c.sweep, c.quantity, c.exponent, ops_fit.slope}, fit));
@@ -300,19 +320,15 @@ int main(int argc, char** argv) {
                     "U1-U3: linear attention vs softmax attention: equivalence, association, cost", GivenKind::attention);
   cli.footer("With --q --k --v, only the accuracy table (U1, U2) runs, on those inputs; the cost sweep (U3) "
                    "times sizes, not values.");
-  std::string family;
-  add_family_option(cli.app(), family);
-  cli.split_measurement();
-  cli.parse(argc, argv);
+  const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
-    measure_accuracy_sweep(cli, cli.given().families_or(selected_families(family)), shard);
+    measure_accuracy_sweep(cli, families, shard);
     if (!cli.uses_given()) measure_timing(cli, shard);  // the cost sweep is about sizes, not the given values
   };
   const auto judge = [&](const std::filesystem::path& dir) {
     std::vector<ClaimRow> rows = judge_accuracy(cli, dir);
     if (cli.uses_given()) return rows;  // the ledger skips rows of given inputs
     rows.push_back(judge_timing(cli, dir));
-    for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
     return rows;
   };
   return run_experiment(cli, {measure, judge});

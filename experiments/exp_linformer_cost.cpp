@@ -10,7 +10,9 @@
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/progress.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/attention/attention_cost.hpp"
 #include "attnlab/attention/linformer.hpp"
 #include "attnlab/lab/peak_rss.hpp"
 #include "attnlab/lab/statistics.hpp"
@@ -22,6 +24,26 @@ using namespace attnlab;
 namespace exp_linformer_cost {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
 
 namespace {
+
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* d = "d";
+constexpr const char* exponentials = "exponentials";
+constexpr const char* input_bytes_double = "input_bytes_double";
+constexpr const char* k = "k";
+constexpr const char* measured_peak_bytes = "measured_peak_bytes";
+constexpr const char* median_seconds = "median_seconds";
+constexpr const char* min_seconds = "min_seconds";
+constexpr const char* multiply_adds = "multiply_adds";
+constexpr const char* multiply_adds_per_second = "multiply_adds_per_second";
+constexpr const char* n = "n";
+constexpr const char* precision = "precision";
+constexpr const char* quantity = "quantity";
+constexpr const char* repeats = "repeats";
+constexpr const char* sweep = "sweep";
+constexpr const char* workspace_bytes = "workspace_bytes";
+constexpr const char* workspace_bytes_double = "workspace_bytes_double";
+}  // namespace col
 
 // Fixed before the run: a cost is "linear" in a size when its fitted exponent lies within
 // this distance of 1 (timings of small GEMMs bend the curve; 0.2 leaves room for that but
@@ -81,16 +103,17 @@ constexpr const char* kTimeFitsTable = "linformer_cost_fits_timing.csv";
 
 // The size a point's sweep varies, read back from a table row.
 double size_of(const TableReader& t, std::size_t row) {
-  const std::string& sweep = t.text(row, "sweep");
-  return static_cast<double>(t.integer(row, sweep == "n" ? "n" : sweep == "k" ? "k" : "d"));
+  const std::string& sweep = t.text(row, col::sweep);
+  return static_cast<double>(t.integer(row, sweep == "n" ? col::n : sweep == "k" ? col::k : col::d));
 }
 
 // Counts and the buffer model: exact functions of the shapes, so the shard's block of the points.
 void measure_counts(const ExperimentCli& cli, const Shard& shard) {
   const auto points = make_points(cli.options().quick);
   const Shard::Range range = shard.range(points.size());
-  CsvTable counts({text_col("sweep"), int_col("n"), int_col("d"), int_col("k"), real_col("multiply_adds"),
-                   real_col("exponentials"), real_col("workspace_bytes_double"), real_col("input_bytes_double")});
+  CsvTable counts({text_col(col::sweep), int_col(col::n), int_col(col::d), int_col(col::k),
+                   real_col(col::multiply_adds), real_col(col::exponentials), real_col(col::workspace_bytes_double),
+                   real_col(col::input_bytes_double)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const auto& p = points[i];
     const auto c = linformer_cost(p.n, p.d, p.d, p.k, sizeof(double));
@@ -104,11 +127,11 @@ void measure_counts(const ExperimentCli& cli, const Shard& shard) {
 // header only. Point i is drawn from derive_seed(seed, i) in both precisions.
 void measure_timing(const ExperimentCli& cli, const Shard& shard) {
   // Timings run one at a time on the main thread: a timing shares the machine with nothing of ours.
-  CsvTable timing({text_col("sweep"), text_col("precision"), int_col("n"), int_col("d"), int_col("k"),
-                   int_col("repeats"), real_col("median_seconds"), real_col("min_seconds"),
-                   real_col("multiply_adds_per_second"),
+  CsvTable timing({text_col(col::sweep), text_col(col::precision), int_col(col::n), int_col(col::d), int_col(col::k),
+                   int_col(col::repeats), real_col(col::median_seconds), real_col(col::min_seconds),
+                   real_col(col::multiply_adds_per_second),
                    // NaN where /proc/self/clear_refs cannot reset the high-water mark (not Linux, no permission).
-                   real_col("measured_peak_bytes", true), real_col("workspace_bytes")});
+                   real_col(col::measured_peak_bytes, true), real_col(col::workspace_bytes)});
   if (shard.runs_whole(0)) {
     // Large buffers from mmap go back to the system when freed, so each call's growth of the
     // resident set shows its own buffers rather than reused heap.
@@ -116,7 +139,8 @@ void measure_timing(const ExperimentCli& cli, const Shard& shard) {
     const bool quick = cli.options().quick;
     const int repeats = quick ? 3 : 5;
     const auto points = make_points(quick);
-    for (std::size_t i = 0; i < points.size(); ++i) {
+    Progress progress("U7, L2 timing", points.size());
+    for (std::size_t i = 0; i < points.size(); ++i, progress.tick()) {
       const auto& p = points[i];
       const auto c = linformer_cost(p.n, p.d, p.d, p.k, sizeof(double));
       const Measured md = measure<double>(p, repeats, derive_seed(cli.options().seed, i));
@@ -137,28 +161,28 @@ void measure_timing(const ExperimentCli& cli, const Shard& shard) {
 // (machine-dependent, linformer_cost_fits_timing.csv).
 std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader counts(dir / kCountsTable), timing(dir / kTimingTable);
-  CsvTable fits_count(fit_columns({text_col("sweep"), text_col("quantity")}));
-  CsvTable fits_time(fit_columns({text_col("sweep"), text_col("quantity")}));
+  CsvTable fits_count(fit_columns({text_col(col::sweep), text_col(col::quantity)}));
+  CsvTable fits_time(fit_columns({text_col(col::sweep), text_col(col::quantity)}));
   double worst_time = 0, u7_time = 0, u7_mem = 0, u7_model = 0;
   std::string per_sweep;  // "L 1.02, k 1.07, d 0.54" for the note
   bool mem_measured = true;
   for (const std::string sweep : {"n", "k", "d"}) {
     std::vector<double> x, ops, model, xt, td, tf, mem;
     for (std::size_t i = 0; i < counts.rows(); ++i) {
-      if (counts.text(i, "sweep") != sweep) continue;
+      if (counts.text(i, col::sweep) != sweep) continue;
       x.push_back(size_of(counts, i));
-      ops.push_back(counts.real(i, "multiply_adds"));
-      model.push_back(counts.real(i, "workspace_bytes_double"));
+      ops.push_back(counts.real(i, col::multiply_adds));
+      model.push_back(counts.real(i, col::workspace_bytes_double));
     }
     for (std::size_t i = 0; i < timing.rows(); ++i) {
-      if (timing.text(i, "sweep") != sweep) continue;
-      if (timing.text(i, "precision") == "float") {
-        tf.push_back(timing.real(i, "median_seconds"));
+      if (timing.text(i, col::sweep) != sweep) continue;
+      if (timing.text(i, col::precision) == "float") {
+        tf.push_back(timing.real(i, col::median_seconds));
         continue;
       }
       xt.push_back(size_of(timing, i));
-      td.push_back(timing.real(i, "median_seconds"));
-      const double peak = timing.real(i, "measured_peak_bytes");
+      td.push_back(timing.real(i, col::median_seconds));
+      const double peak = timing.real(i, col::measured_peak_bytes);
       if (std::isfinite(peak) && peak > 0) mem.push_back(peak);
       else mem_measured = false;
     }
@@ -167,14 +191,14 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
       t.add_row(fit_row({sweep, what}, f));
       return f.slope;
     };
-    add(fits_count, "multiply_adds", x, ops);
-    const double model_slope = add(fits_count, "workspace_bytes", x, model);
+    add(fits_count, col::multiply_adds, x, ops);
+    const double model_slope = add(fits_count, col::workspace_bytes, x, model);
     const double sd = add(fits_time, "median_seconds_double", xt, td);
     add(fits_time, "median_seconds_float", xt, tf);
     worst_time = std::max(worst_time, std::abs(sd - 1));
     per_sweep += fmt::format("{}{} {:.2f}", per_sweep.empty() ? "" : ", ", sweep == "n" ? "L" : sweep, sd);
     double mem_slope = std::numeric_limits<double>::quiet_NaN();
-    if (mem.size() == xt.size()) mem_slope = add(fits_time, "measured_peak_bytes", xt, mem);
+    if (mem.size() == xt.size()) mem_slope = add(fits_time, col::measured_peak_bytes, xt, mem);
     if (sweep == "n") u7_time = sd, u7_mem = mem_slope, u7_model = model_slope;
   }
   cli.write_table(fits_count, kCountFitsTable);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnlab/lab/attention_inputs.hpp"
@@ -23,22 +24,59 @@ namespace exp_linformer_rank {  // compiled beside other programs, linked alone 
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* L = "L";
+constexpr const char* bound_min_L_dk = "bound_min_L_dk";
+constexpr const char* d = "d";
+constexpr const char* d_k = "d_k";
+constexpr const char* error_at_largest_L = "error_at_largest_L";
+constexpr const char* error_at_smallest_L = "error_at_smallest_L";
+constexpr const char* error_exponent_in_L = "error_exponent_in_L";
+constexpr const char* family = "family";
+constexpr const char* gaussian_separate_max_error = "gaussian_separate_max_error";
+constexpr const char* gaussian_separate_mean_error = "gaussian_separate_mean_error";
+constexpr const char* gaussian_shared_error = "gaussian_shared_error";
+constexpr const char* gaussian_useful = "gaussian_useful";
+constexpr const char* k = "k";
+constexpr const char* projection = "projection";
+constexpr const char* rank_double = "rank_double";
+constexpr const char* rank_float = "rank_float";
+constexpr const char* segment_mean_error = "segment_mean_error";
+constexpr const char* segment_mean_useful = "segment_mean_useful";
+constexpr const char* uniform_baseline_error = "uniform_baseline_error";
+constexpr const char* useful_at_every_L = "useful_at_every_L";
+}  // namespace col
+
 
 // Fixed before the run: Linformer at fixed k is "useful" at a length L when its relative output
 // error is below 0.1 AND below the error of the trivial uniform-attention baseline (every
 // output row = mean of V's rows), which costs O(L d) and needs no projection at all.
 constexpr double kUsefulError = 0.1;
 
+// The sweep of a run over its families (the given L and d replace the shapes; k is capped at L).
 struct Sweep {
+  std::vector<std::string> families;
   std::vector<Eigen::Index> rank_l, rank_d;
   std::vector<Eigen::Index> lengths;
   Eigen::Index k, d;
   int draws;  // Gaussian projection draws per (family, L)
 };
 
-Sweep make_sweep(bool quick) {
-  if (quick) return {{1, 2, 3, 16, 64}, {1, 2, 3, 8, 32, 64}, {128, 256, 512}, 32, 16, 2};
-  return {{1, 2, 3, 16, 64, 256}, {1, 2, 3, 8, 32, 128, 512}, {512, 1024, 2048, 4096, 8192}, 256, 64, 2};
+Sweep make_sweep(const ExperimentCli& cli, std::vector<std::string> families) {
+  Sweep sw = cli.options().quick
+                 ? Sweep{std::move(families), {1, 2, 3, 16, 64}, {1, 2, 3, 8, 32, 64}, {128, 256, 512}, 32, 16, 2}
+                 : Sweep{std::move(families), {1, 2, 3, 16, 64, 256}, {1, 2, 3, 8, 32, 128, 512},
+                         {512, 1024, 2048, 4096, 8192}, 256, 64, 2};
+  const GivenInputs& given = cli.given();
+  if (given.used()) {
+    const Eigen::Index l = given.matrix("q").rows();
+    sw.rank_l = sw.lengths = {l};
+    sw.rank_d = {given.matrix("q").cols()};
+    sw.d = given.matrix("q").cols();
+    sw.k = std::min(sw.k, l);
+  }
+  return sw;
 }
 
 template <typename T>
@@ -55,59 +93,41 @@ constexpr const char* kRankTable = "linformer_score_rank.csv";
 constexpr const char* kFixedKTable = "linformer_fixed_k.csv";
 constexpr const char* kSummaryTable = "linformer_fixed_k_summary.csv";
 
-// The sweep of this run (the given L and d replace the shapes; k is capped at L) and its families.
-struct Plan {
-  Sweep sw;
-  std::vector<std::string> families;
-};
-
-Plan make_plan(const ExperimentCli& cli, const std::string& family) {
-  const GivenInputs& given = cli.given();
-  Sweep sw = make_sweep(cli.options().quick);
-  if (given.used()) {
-    const Eigen::Index l = given.matrix("q").rows();
-    sw.rank_l = sw.lengths = {l};
-    sw.rank_d = {given.matrix("q").cols()};
-    sw.d = given.matrix("q").cols();
-    sw.k = std::min(sw.k, l);
-  }
-  return {sw, given.families_or(family.empty() ? attention_families() : std::vector<std::string>{family})};
-}
-
 // ---- L1: rank(QK^T) <= min(L, d_k), numerical rank with the LAPACK/NumPy tolerance ----
 // Configurations (family, L, d_k) in that nesting; configuration i draws from derive_seed(seed, i).
-void measure_rank(const ExperimentCli& cli, const Plan& plan, const Shard& shard) {
+void measure_rank(const ExperimentCli& cli, const Sweep& sw, const Shard& shard) {
   struct RankCase {
     std::size_t family;
     Eigen::Index l, d;
     Eigen::Index rank_double = 0, rank_float = 0;
   };
   std::vector<RankCase> cases;
-  for (std::size_t f = 0; f < plan.families.size(); ++f)
-    for (Eigen::Index l : plan.sw.rank_l)
-      for (Eigen::Index d : plan.sw.rank_d) cases.push_back({f, l, d});
+  for (std::size_t f = 0; f < sw.families.size(); ++f)
+    for (Eigen::Index l : sw.rank_l)
+      for (Eigen::Index d : sw.rank_d) cases.push_back({f, l, d});
   const Shard::Range range = shard.range(cases.size());
+  Progress progress("L1 score ranks", range.size());
   parallel_trials(range.size(), [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     Rng rng(derive_seed(cli.options().seed, i));
-    const auto in = cli.given().attention_inputs_of(plan.families[cases[i].family], cases[i].l, cases[i].d, rng);
+    const auto in = cli.given().attention_inputs_of(sw.families[cases[i].family], cases[i].l, cases[i].d, rng);
     cases[i].rank_double = rank_of_scores<double>(in);
     cases[i].rank_float = rank_of_scores<float>(in);
+    progress.tick();
   });
-  CsvTable l1({text_col("family"), int_col("L"), int_col("d_k"), int_col("bound_min_L_dk"), int_col("rank_double"),
-               int_col("rank_float")});
+  CsvTable l1({text_col(col::family), int_col(col::L), int_col(col::d_k), int_col(col::bound_min_L_dk),
+               int_col(col::rank_double), int_col(col::rank_float)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const auto& c = cases[i];
-    l1.add_row({plan.families[c.family], c.l, c.d, std::min(c.l, c.d), c.rank_double, c.rank_float});
+    l1.add_row({sw.families[c.family], c.l, c.d, std::min(c.l, c.d), c.rank_double, c.rank_float});
   }
   cli.write_table(l1, kRankTable);
 }
 
 // ---- L3: error against L at fixed k ----
 // Configurations (family, L) in that nesting; configuration i draws from derive_seed(seed, 1000000 + i).
-void measure_fixed_k(const ExperimentCli& cli, const Plan& plan, const Shard& shard) {
-  const Sweep& sw = plan.sw;
-  const std::size_t nl = sw.lengths.size(), nf = plan.families.size();
+void measure_fixed_k(const ExperimentCli& cli, const Sweep& sw, const Shard& shard) {
+  const std::size_t nl = sw.lengths.size(), nf = sw.families.size();
   struct L3Result {
     double baseline = 0, gaussian = 0, gaussian_max = 0, shared = 0, segment = 0;
   };
@@ -117,11 +137,12 @@ void measure_fixed_k(const ExperimentCli& cli, const Plan& plan, const Shard& sh
   for (std::size_t i = range.begin; i < range.end; ++i) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return a % nl > b % nl; });
   std::vector<L3Result> res(range.size());
+  Progress progress("L3 fixed k", order.size());
   parallel_trials(order.size(), [&](std::size_t trial) {
     const std::size_t i = order[trial];
     const Eigen::Index l = sw.lengths[i % nl];
     Rng rng(derive_seed(cli.options().seed, 1000000 + static_cast<std::uint64_t>(i)));
-    const auto in = cli.given().attention_inputs_of(plan.families[i / nl], l, sw.d, rng);
+    const auto in = cli.given().attention_inputs_of(sw.families[i / nl], l, sw.d, rng);
     const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
     auto& r = res[i - range.begin];
     const Mat<double> uniform = in.v.colwise().mean().replicate(l, 1);
@@ -135,14 +156,15 @@ void measure_fixed_k(const ExperimentCli& cli, const Plan& plan, const Shard& sh
     r.shared = rel_error(
         linformer_attention(in.q, in.k, in.v, gaussian_projections(l, sw.k, ProjectionSharing::shared, rng)), exact);
     r.segment = rel_error(linformer_attention(in.q, in.k, in.v, segment_mean_projections(l, sw.k)), exact);
+    progress.tick();
   });
-  CsvTable l3({text_col("family"), int_col("L"), int_col("k"), int_col("d"), real_col("uniform_baseline_error"),
-               real_col("gaussian_separate_mean_error"), real_col("gaussian_separate_max_error"),
-               real_col("gaussian_shared_error"), real_col("segment_mean_error"), text_col("gaussian_useful"),
-               text_col("segment_mean_useful")});
+  CsvTable l3({text_col(col::family), int_col(col::L), int_col(col::k), int_col(col::d),
+               real_col(col::uniform_baseline_error), real_col(col::gaussian_separate_mean_error),
+               real_col(col::gaussian_separate_max_error), real_col(col::gaussian_shared_error),
+               real_col(col::segment_mean_error), text_col(col::gaussian_useful), text_col(col::segment_mean_useful)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const auto& r = res[i - range.begin];
-    l3.add_row({plan.families[i / nl], sw.lengths[i % nl], sw.k, sw.d, r.baseline, r.gaussian, r.gaussian_max, r.shared,
+    l3.add_row({sw.families[i / nl], sw.lengths[i % nl], sw.k, sw.d, r.baseline, r.gaussian, r.gaussian_max, r.shared,
                 r.segment, useful(r.gaussian_max, r.baseline), useful(r.segment, r.baseline)});
   }
   cli.write_table(l3, kFixedKTable);
@@ -153,8 +175,9 @@ ClaimRow judge_rank(const ExperimentCli& cli, const std::filesystem::path& dir) 
   const TableReader t(dir / kRankTable);
   std::int64_t worst_excess = -1000000;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const std::int64_t bound = t.integer(i, "bound_min_L_dk");
-    worst_excess = std::max({worst_excess, t.integer(i, "rank_double") - bound, t.integer(i, "rank_float") - bound});
+    const std::int64_t bound = t.integer(i, col::bound_min_L_dk);
+    worst_excess =
+        std::max({worst_excess, t.integer(i, col::rank_double) - bound, t.integer(i, col::rank_float) - bound});
   }
   return {"L1", worst_excess <= 0 ? Verdict::holds : Verdict::fails,
           "largest numerical rank(QK^T) - min(L, d_k) over shapes, families, float and double", static_cast<double>(worst_excess),
@@ -171,11 +194,13 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
   };
   std::vector<FamilyRows> groups;  // in the table's order
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    if (groups.empty() || groups.back().family != t.text(i, "family")) groups.push_back({t.text(i, "family"), {}});
+    if (groups.empty() || groups.back().family != t.text(i, col::family))
+      groups.push_back({t.text(i, col::family), {}});
     groups.back().rows.push_back(i);
   }
-  CsvTable summary({text_col("family"), text_col("projection"), text_col("useful_at_every_L"),
-                    real_col("error_at_smallest_L"), real_col("error_at_largest_L"), real_col("error_exponent_in_L")});
+  CsvTable summary({text_col(col::family), text_col(col::projection), text_col(col::useful_at_every_L),
+                    real_col(col::error_at_smallest_L), real_col(col::error_at_largest_L),
+                    real_col(col::error_exponent_in_L)});
   GroupOutcomes useful;  // a family passes when Gaussian or segment-mean projections stay useful at every L
   double worst_ok_baseline = 0;  // how good the trivial baseline already is where Linformer is useful
   std::int64_t k = 0, largest_l = 0;
@@ -183,13 +208,13 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
     bool gaussian_all = true, segment_all = true;
     std::vector<double> x, eg, es;
     for (std::size_t i : g.rows) {
-      gaussian_all = gaussian_all && t.text(i, "gaussian_useful") == "true";
-      segment_all = segment_all && t.text(i, "segment_mean_useful") == "true";
-      x.push_back(static_cast<double>(t.integer(i, "L")));
-      eg.push_back(t.real(i, "gaussian_separate_mean_error"));
-      es.push_back(t.real(i, "segment_mean_error"));
-      k = t.integer(i, "k");
-      largest_l = std::max(largest_l, t.integer(i, "L"));
+      gaussian_all = gaussian_all && t.text(i, col::gaussian_useful) == "true";
+      segment_all = segment_all && t.text(i, col::segment_mean_useful) == "true";
+      x.push_back(static_cast<double>(t.integer(i, col::L)));
+      eg.push_back(t.real(i, col::gaussian_separate_mean_error));
+      es.push_back(t.real(i, col::segment_mean_error));
+      k = t.integer(i, col::k);
+      largest_l = std::max(largest_l, t.integer(i, col::L));
     }
     const auto add = [&](const char* name, bool all, const std::vector<double>& e) {
       const bool positive = std::all_of(e.begin(), e.end(), [](double v) { return v > 0; });
@@ -199,7 +224,8 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
     add("segment_mean", segment_all, es);
     useful.add(g.family, gaussian_all || segment_all);
     if (gaussian_all || segment_all)
-      for (std::size_t i : g.rows) worst_ok_baseline = std::max(worst_ok_baseline, t.real(i, "uniform_baseline_error"));
+      for (std::size_t i : g.rows)
+        worst_ok_baseline = std::max(worst_ok_baseline, t.real(i, col::uniform_baseline_error));
   }
   cli.write_table(summary, kSummaryTable);
 
@@ -227,14 +253,11 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_rank", "L1, L3: rank of QK^T; Linformer error against L at fixed k",
                     GivenKind::attention);
-  std::string family;
-  add_family_option(cli.app(), family);
-  cli.split_measurement();
-  cli.parse(argc, argv);
+  const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
-    const Plan plan = make_plan(cli, family);
-    measure_rank(cli, plan, shard);
-    measure_fixed_k(cli, plan, shard);
+    const Sweep sw = make_sweep(cli, families);
+    measure_rank(cli, sw, shard);
+    measure_fixed_k(cli, sw, shard);
   };
   const auto judge = [&](const std::filesystem::path& dir) {
     return std::vector<ClaimRow>{judge_rank(cli, dir), judge_fixed_k(cli, dir)};

@@ -18,6 +18,30 @@ namespace exp_linformer_snippet {  // compiled beside other programs, linked alo
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* batch = "batch";
+constexpr const char* case_name = "case";
+constexpr const char* dim = "dim";
+constexpr const char* error = "error";
+constexpr const char* failing_step = "failing_step";
+constexpr const char* heads = "heads";
+constexpr const char* k = "k";
+constexpr const char* multiply_adds = "multiply_adds";
+constexpr const char* numeric_output_finite = "numeric_output_finite";
+constexpr const char* numeric_output_shape = "numeric_output_shape";
+constexpr const char* operation = "operation";
+constexpr const char* output_shape = "output_shape";
+constexpr const char* output_shape_matches_input = "output_shape_matches_input";
+constexpr const char* proj_in_features = "proj_in_features";
+constexpr const char* result = "result";
+constexpr const char* run_numerically = "run_numerically";
+constexpr const char* runs = "runs";
+constexpr const char* seconds = "seconds";
+constexpr const char* seq_len = "seq_len";
+constexpr const char* step = "step";
+}  // namespace col
+
 struct Case {
   std::string name;
   SnippetConfig config;
@@ -92,12 +116,14 @@ std::vector<Case> make_cases(bool quick) {
 void measure_snippet(const ExperimentCli& cli, const Shard& shard) {
   const std::vector<Case> cases = make_cases(cli.options().quick);
   const Shard::Range range = shard.range(cases.size());
-  CsvTable trace({text_col("case"), int_col("step"), text_col("operation"), text_col("result")});
-  CsvTable summary({text_col("case"), int_col("batch"), int_col("seq_len"), int_col("dim"), int_col("heads"), int_col("k"),
-                    int_col("proj_in_features"), text_col("runs"), text_col("failing_step"), text_col("error"),
-                    text_col("output_shape"), text_col("output_shape_matches_input"), text_col("run_numerically"),
-                    text_col("numeric_output_shape"), text_col("numeric_output_finite"), real_col("multiply_adds")});
-  CsvTable timing({text_col("case"), real_col("seconds"), real_col("multiply_adds")});
+  CsvTable trace({text_col(col::case_name), int_col(col::step), text_col(col::operation), text_col(col::result)});
+  CsvTable summary({text_col(col::case_name), int_col(col::batch), int_col(col::seq_len), int_col(col::dim),
+                    int_col(col::heads), int_col(col::k), int_col(col::proj_in_features), text_col(col::runs),
+                    text_col(col::failing_step), text_col(col::error), text_col(col::output_shape),
+                    text_col(col::output_shape_matches_input), text_col(col::run_numerically),
+                    text_col(col::numeric_output_shape), text_col(col::numeric_output_finite),
+                    real_col(col::multiply_adds)});
+  CsvTable timing({text_col(col::case_name), real_col(col::seconds), real_col(col::multiply_adds)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const auto& cs = cases[i];
     const SnippetTrace t = trace_snippet(cs.config);
@@ -131,11 +157,12 @@ ClaimRow judge_snippet(const ExperimentCli& cli, const std::filesystem::path& di
   const TableReader t(dir / kSummaryTable);
   std::size_t row = t.rows();
   for (std::size_t i = 0; i < t.rows() && row == t.rows(); ++i)
-    if (t.text(i, "case") == kDocumentedCase) row = i;
+    if (t.text(i, col::case_name) == kDocumentedCase) row = i;
   if (row == t.rows()) throw std::runtime_error(fmt::format("{}: no row for case {}", t.path().string(), kDocumentedCase));
-  const bool ran = t.text(row, "runs") == "true";
-  const bool documented_ok = ran && t.text(row, "output_shape_matches_input") == "true";
-  const std::string documented_failure = ran ? "" : t.text(row, "failing_step") + " raises RuntimeError: " + t.text(row, "error");
+  const bool ran = t.text(row, col::runs) == "true";
+  const bool documented_ok = ran && t.text(row, col::output_shape_matches_input) == "true";
+  const std::string documented_failure =
+      ran ? "" : t.text(row, col::failing_step) + " raises RuntimeError: " + t.text(row, col::error);
   return {"L4", documented_ok ? Verdict::holds : Verdict::fails,
           "the snippet as written returns an output of the input's shape for batch 4, L 4096, dim 512, heads 8, k 256 (1 = yes, 0 = no)",
           documented_ok ? 1.0 : 0.0, 1.0, cli.evidence_path(kSummaryTable),

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/attention/linformer.hpp"
+#include "attnlab/attention/linformer_theorems.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
@@ -24,6 +26,42 @@ using namespace attnlab;
 namespace exp_linformer_theorems {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
 
 namespace {
+
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* all_reached = "all_reached";
+constexpr const char* all_rows_success_rate = "all_rows_success_rate";
+constexpr const char* best_rank_needed = "best_rank_needed";
+constexpr const char* better_fit = "better_fit";
+constexpr const char* bound_eps = "bound_eps";
+constexpr const char* ci_high = "ci_high";
+constexpr const char* ci_low = "ci_low";
+constexpr const char* construction = "construction";
+constexpr const char* d = "d";
+constexpr const char* eps = "eps";
+constexpr const char* family = "family";
+constexpr const char* growth = "growth";
+constexpr const char* k = "k";
+constexpr const char* k_bound = "k_bound";
+constexpr const char* k_is_bound = "k_is_bound";
+constexpr const char* k_needed = "k_needed";
+constexpr const char* k_needed_rate = "k_needed_rate";
+constexpr const char* k_stated = "k_stated";
+constexpr const char* k_stated_below_n = "k_stated_below_n";
+constexpr const char* log_r2 = "log_r2";
+constexpr const char* log_slope = "log_slope";
+constexpr const char* mean_normalised_error = "mean_normalised_error";
+constexpr const char* n = "n";
+constexpr const char* points = "points";
+constexpr const char* power_exponent = "power_exponent";
+constexpr const char* power_exponent_high = "power_exponent_high";
+constexpr const char* power_exponent_low = "power_exponent_low";
+constexpr const char* power_r2 = "power_r2";
+constexpr const char* smallest_n_with_k_below_n = "smallest_n_with_k_below_n";
+constexpr const char* success_rate = "success_rate";
+constexpr const char* successes = "successes";
+constexpr const char* trials = "trials";
+}  // namespace col
 
 
 // Fixed before the run. "1 - o(1)" is read as: a success rate of at least 1 - delta.
@@ -36,10 +74,12 @@ constexpr double kLogExponentMax = 0.5;
 // U6: the bound's k is evaluated only where it is a reduction, k <= n (a "projection" to more
 // rows than n saves nothing, and its cost grows with k n).
 constexpr double kU6MaxKOverN = 1.0;
-// Search grid for the k a success rate needs: k_j = round(2^(j/2)), j = 0 .. kGridSteps.
+// Search grid for the k a success rate needs: k_j = round(2^(j/2)), j = 0 .. kGridSteps (theorem1_k_needed).
 constexpr int kGridSteps = 60;  // up to 2^30
 
+// The sweep of a run over its families (the given n and d replace the shapes).
 struct Sweep {
+  std::vector<std::string> families;
   std::vector<Eigen::Index> n;
   std::vector<double> eps;
   Eigen::Index d;
@@ -51,92 +91,19 @@ struct Sweep {
   int u6_trials;
 };
 
-Sweep make_sweep(bool quick) {
-  if (quick)
-    return {{64, 128, 256}, {0.2, 0.5}, 16, 60, {64, 128, 256}, {128, 256}, {4}, {8, 32}, {0.2, 0.5}, 12};
-  return {{128, 256, 512, 1024, 2048},
-          {0.1, 0.2, 0.3, 0.5},
-          64,
-          100,
-          {128, 256, 512},
-          {512, 2048},
-          {16, 64},
-          {16, 64, 256},
-          {0.1, 0.2, 0.5},
-          20};
-}
-
-Eigen::Index grid_k(int j) { return static_cast<Eigen::Index>(std::llround(std::pow(2.0, j / 2.0))); }
-
-// Theorem 1 as stated: k = 5 log n / (eps^2 - eps^3), natural log.
-// At least one row: the formula gives 0 at n = 1 (a given input can be that short).
-Eigen::Index theorem1_k(Eigen::Index n, double eps) {
-  return std::max<Eigen::Index>(
-      1, static_cast<Eigen::Index>(std::ceil(5.0 * std::log(static_cast<double>(n)) / (eps * eps - eps * eps * eps))));
-}
-
-// Theorem 2 as stated: k = 9 d log d / eps^2, natural log.
-Eigen::Index theorem2_k(Eigen::Index d, double eps) {
-  const double dd = static_cast<double>(d);  // at least one row: the formula gives 0 at d = 1
-  return std::max<Eigen::Index>(1, static_cast<Eigen::Index>(std::ceil(9.0 * dd * std::log(dd) / (eps * eps))));
-}
-
-// One family at one n: P, V and P V, shared by every eps and k.
-struct Problem {
-  Mat<double> p, v, pv;
-};
-
-// Successes of ||P R^T R w - P w|| < eps ||P w|| over `trials` draws of R, w = column (t mod d) of V.
-std::size_t theorem1_successes(const Problem& pr, Eigen::Index k, double eps, int trials, std::uint64_t seed) {
-  Rng rng(seed);
-  const Eigen::Index n = pr.p.rows(), d = pr.v.cols();
-  Mat<double> y(n, trials);
-  for (int t = 0; t < trials; ++t) y.col(t) = round_trip_sampled(pr.v.col(t % d), k, rng);
-  const Mat<double> py = pr.p * y;  // one GEMM for all trials
-  std::size_t ok = 0;
-  for (int t = 0; t < trials; ++t)
-    if ((py.col(t) - pr.pv.col(t % d)).norm() < eps * pr.pv.col(t % d).norm()) ++ok;
-  return ok;
-}
-
-struct KNeeded {
-  Eigen::Index k = -1;  // -1: not reached on the grid
-  double rate = 0;
-};
-
-// Smallest grid k whose success rate reaches 1 - delta, by bisection on the grid (the rate
-// grows with k: R^T R w -> w as k -> infinity).
-KNeeded theorem1_k_needed(const Problem& pr, double eps, int trials, std::uint64_t seed) {
-  const auto rate = [&](int j) {
-    return static_cast<double>(theorem1_successes(pr, grid_k(j), eps, trials, derive_seed(seed, grid_k(j)))) / trials;
-  };
-  int lo = 0, hi = kGridSteps;
-  double hi_rate = rate(hi);
-  if (hi_rate < 1 - kDelta) return {};
-  if (double r0 = rate(lo); r0 >= 1 - kDelta) return {grid_k(lo), r0};
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    const double r = rate(mid);
-    if (r >= 1 - kDelta) {
-      hi = mid;
-      hi_rate = r;
-    } else {
-      lo = mid;
-    }
+Sweep make_sweep(const ExperimentCli& cli, std::vector<std::string> families) {
+  Sweep sw = cli.options().quick
+                 ? Sweep{std::move(families), {64, 128, 256}, {0.2, 0.5}, 16, 60, {64, 128, 256}, {128, 256}, {4},
+                         {8, 32}, {0.2, 0.5}, 12}
+                 : Sweep{std::move(families), {128, 256, 512, 1024, 2048}, {0.1, 0.2, 0.3, 0.5}, 64, 100,
+                         {128, 256, 512}, {512, 2048}, {16, 64}, {16, 64, 256}, {0.1, 0.2, 0.5}, 20};
+  const GivenInputs& given = cli.given();
+  if (given.used()) {
+    sw.n = sw.svd_n = sw.u6_n = {given.matrix("q").rows()};
+    sw.d = given.matrix("q").cols();
+    sw.u6_d = {sw.d};
   }
-  return {grid_k(hi), hi_rate};
-}
-
-// Smallest rank r with ||(P - P_r) w|| <= eps ||P w|| for every column w of V (bisection: each
-// column's error decreases with r).
-Eigen::Index best_rank_needed(const BestRankAttention& best, double eps) {
-  Eigen::Index lo = -1, hi = best.n();
-  while (hi - lo > 1) {
-    const Eigen::Index mid = (lo + hi) / 2;
-    if (best.column_errors(mid).maxCoeff() <= eps) hi = mid;
-    else lo = mid;
-  }
-  return hi;
+  return sw;
 }
 
 // Family names space-separated, as the ledger's notes have always listed them.
@@ -147,39 +114,21 @@ constexpr const char* kGrowthTable = "linformer_rank_growth.csv";
 constexpr const char* kBoundTable = "linformer_theorem2_bound.csv";
 constexpr const char* kTheorem2Table = "linformer_theorem2.csv";
 
-// The sweep of this run (the given n and d replace the shapes) and its families.
-struct Plan {
-  Sweep sw;
-  std::vector<std::string> families;
-};
-
-Plan make_plan(const ExperimentCli& cli, const std::string& family) {
-  const GivenInputs& given = cli.given();
-  Sweep sw = make_sweep(cli.options().quick);
-  if (given.used()) {
-    sw.n = sw.svd_n = sw.u6_n = {given.matrix("q").rows()};
-    sw.d = given.matrix("q").cols();
-    sw.u6_d = {sw.d};
-  }
-  return {sw, given.families_or(family.empty() ? attention_families() : std::vector<std::string>{family})};
-}
-
 // ---- U4, U5: Theorem 1 ----
 // Configurations (family, n, eps) in that nesting; configuration i draws its R from
 // derive_seed(seed, 1000000 + i). The problem (P, V) of (family, n) = problem j, j = i / (number of eps),
 // comes from derive_seed(seed, j): the shard forms the problems of its configurations (a problem on the
 // border of two blocks is formed by both) and the SVD reference of those whose n is in svd_n.
-void measure_theorem1(const ExperimentCli& cli, const Plan& plan, const Shard& shard) {
-  const Sweep& sw = plan.sw;
+void measure_theorem1(const ExperimentCli& cli, const Sweep& sw, const Shard& shard) {
   const std::uint64_t seed = cli.options().seed;
   const std::size_t nn = sw.n.size(), ne = sw.eps.size();
-  const Shard::Range range = shard.range(plan.families.size() * nn * ne);
+  const Shard::Range range = shard.range(sw.families.size() * nn * ne);
   const std::size_t p_begin = range.begin / ne, p_end = range.size() > 0 ? (range.end - 1) / ne + 1 : p_begin;
-  std::vector<Problem> problems(p_end - p_begin);
+  std::vector<Theorem1Problem> problems(p_end - p_begin);
   parallel_trials(problems.size(), [&](std::size_t j) {
     const std::size_t i = p_begin + j;
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(i)));
-    const auto in = cli.given().attention_inputs_of(plan.families[i / nn], sw.n[i % nn], sw.d, rng);
+    const auto in = cli.given().attention_inputs_of(sw.families[i / nn], sw.n[i % nn], sw.d, rng);
     auto& pr = problems[j];
     pr.p = softmax_attention_matrix(in.q, in.k);
     pr.v = in.v;
@@ -190,6 +139,7 @@ void measure_theorem1(const ExperimentCli& cli, const Plan& plan, const Shard& s
     KNeeded needed;
   };
   std::vector<T1> t1(range.size());
+  Progress progress("U4-U5 Theorem 1", range.size());
   parallel_trials(range.size(), [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     const auto& pr = problems[i / ne - p_begin];
@@ -197,26 +147,32 @@ void measure_theorem1(const ExperimentCli& cli, const Plan& plan, const Shard& s
     const std::uint64_t s = derive_seed(seed, 1000000 + static_cast<std::uint64_t>(i));
     const Eigen::Index n = pr.p.rows();
     t1[j].successes = theorem1_successes(pr, theorem1_k(n, eps), eps, sw.trials, derive_seed(s, 0));
-    t1[j].needed = theorem1_k_needed(pr, eps, sw.trials, derive_seed(s, 1));
+    t1[j].needed = theorem1_k_needed(pr, eps, sw.trials, 1 - kDelta, kGridSteps, derive_seed(s, 1));
+    progress.tick();
   });
   // The SVD reference: the smallest rank any P~ truncation needs, at each eps (empty where n is not in svd_n).
   std::vector<std::vector<Eigen::Index>> svd_rank(problems.size());
+  Progress svd_progress("U4-U5 SVD reference", problems.size());
   parallel_trials(problems.size(), [&](std::size_t j) {
     const std::size_t i = p_begin + j;
     const Eigen::Index n = sw.n[i % nn];
-    if (std::find(sw.svd_n.begin(), sw.svd_n.end(), n) == sw.svd_n.end()) return;
+    if (std::find(sw.svd_n.begin(), sw.svd_n.end(), n) == sw.svd_n.end()) {
+      svd_progress.tick();
+      return;
+    }
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(i)));  // the same inputs as the problem's
-    const auto in = cli.given().attention_inputs_of(plan.families[i / nn], n, sw.d, rng);
+    const auto in = cli.given().attention_inputs_of(sw.families[i / nn], n, sw.d, rng);
     const BestRankAttention best(in.q, in.k, in.v);
     if (!(best.reconstruction_ratio() < 30))
       throw std::runtime_error(fmt::format("SVD of P failed its backward-error check (ratio {})", best.reconstruction_ratio()));
     for (double eps : sw.eps) svd_rank[j].push_back(best_rank_needed(best, eps));
+    svd_progress.tick();
   });
 
-  CsvTable u4({text_col("family"), int_col("n"), int_col("d"), real_col("eps"), int_col("k_stated"),
-               text_col("k_stated_below_n"), int_col("trials"), int_col("successes"), real_col("success_rate"),
-               real_col("ci_low"), real_col("ci_high"), int_col("k_needed"), real_col("k_needed_rate"),
-               int_col("best_rank_needed")});
+  CsvTable u4({text_col(col::family), int_col(col::n), int_col(col::d), real_col(col::eps), int_col(col::k_stated),
+               text_col(col::k_stated_below_n), int_col(col::trials), int_col(col::successes),
+               real_col(col::success_rate), real_col(col::ci_low), real_col(col::ci_high), int_col(col::k_needed),
+               real_col(col::k_needed_rate), int_col(col::best_rank_needed)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const auto& r = t1[i - range.begin];
     const std::size_t ei = i % ne;
@@ -225,7 +181,7 @@ void measure_theorem1(const ExperimentCli& cli, const Plan& plan, const Shard& s
     const double rate = static_cast<double>(r.successes) / sw.trials;
     const auto& ranks = svd_rank[i / ne - p_begin];
     const Eigen::Index rank = ranks.empty() ? -1 : ranks[ei];
-    u4.add_row({plan.families[i / ne / nn], n, sw.d, sw.eps[ei], ks, ks < n, sw.trials, r.successes, rate, ci.lower,
+    u4.add_row({sw.families[i / ne / nn], n, sw.d, sw.eps[ei], ks, ks < n, sw.trials, r.successes, rate, ci.lower,
                 ci.upper, r.needed.k, r.needed.rate, rank});
   }
   cli.write_table(u4, kTheorem1Table);
@@ -233,8 +189,7 @@ void measure_theorem1(const ExperimentCli& cli, const Plan& plan, const Shard& s
 
 // ---- U6: Theorem 2 ----
 // Configurations (family, n, d) in that nesting, configuration i drawn from derive_seed(seed, 2000000 + i).
-void measure_theorem2(const ExperimentCli& cli, const Plan& plan, const Shard& shard) {
-  const Sweep& sw = plan.sw;
+void measure_theorem2(const ExperimentCli& cli, const Sweep& sw, const Shard& shard) {
   struct U6Config {
     std::size_t family;
     Eigen::Index n, d;
@@ -242,7 +197,7 @@ void measure_theorem2(const ExperimentCli& cli, const Plan& plan, const Shard& s
     std::vector<double> bound_eps;      // eps whose bound's k is in ks (0 otherwise)
   };
   std::vector<U6Config> configs;
-  for (std::size_t fi = 0; fi < plan.families.size(); ++fi)
+  for (std::size_t fi = 0; fi < sw.families.size(); ++fi)
     for (Eigen::Index n : sw.u6_n)
       for (Eigen::Index d : sw.u6_d) {
         U6Config c{fi, n, d, {}, {}};
@@ -261,11 +216,12 @@ void measure_theorem2(const ExperimentCli& cli, const Plan& plan, const Shard& s
   };
   const Shard::Range range = shard.range(configs.size());
   std::vector<U6Result> u6r(range.size());
+  Progress progress("U6 Theorem 2", range.size());
   parallel_trials(range.size(), [&](std::size_t j) {
     const std::size_t ci = range.begin + j;
     const auto& c = configs[ci];
     Rng rng(derive_seed(cli.options().seed, 2000000 + ci));
-    const auto in = cli.given().attention_inputs_of(plan.families[c.family], c.n, c.d, rng);
+    const auto in = cli.given().attention_inputs_of(sw.families[c.family], c.n, c.d, rng);
     const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
     const Vec<double> p_norm = softmax_attention_matrix(in.q, in.k).rowwise().norm();
     // ||V||: the spectral norm, the operator norm a bound on ||softmax(w) V|| uses.
@@ -294,11 +250,12 @@ void measure_theorem2(const ExperimentCli& cli, const Plan& plan, const Shard& s
           if (err(row) < sw.u6_eps[ei]) ++res.successes[ki][ei];
       }
     }
+    progress.tick();
   });
-  CsvTable u6({text_col("family"), int_col("n"), int_col("d"), int_col("k"), text_col("k_is_bound"),
-               real_col("bound_eps"), real_col("eps"), int_col("trials"), int_col("successes"),
-               real_col("success_rate"), real_col("ci_low"), real_col("ci_high"), real_col("mean_normalised_error"),
-               real_col("all_rows_success_rate")});
+  CsvTable u6({text_col(col::family), int_col(col::n), int_col(col::d), int_col(col::k), text_col(col::k_is_bound),
+               real_col(col::bound_eps), real_col(col::eps), int_col(col::trials), int_col(col::successes),
+               real_col(col::success_rate), real_col(col::ci_low), real_col(col::ci_high),
+               real_col(col::mean_normalised_error), real_col(col::all_rows_success_rate)});
   for (std::size_t ci = range.begin; ci < range.end; ++ci) {
     const auto& c = configs[ci];
     const auto& res = u6r[ci - range.begin];
@@ -310,19 +267,11 @@ void measure_theorem2(const ExperimentCli& cli, const Plan& plan, const Shard& s
         const std::size_t s = res.successes[ki][ei];
         const Interval iv = clopper_pearson(s, static_cast<std::size_t>(sw.u6_trials));
         const double rate = static_cast<double>(s) / sw.u6_trials;
-        u6.add_row({plan.families[c.family], c.n, c.d, c.ks[ki], is_bound, c.bound_eps[ki], sw.u6_eps[ei], sw.u6_trials, s,
+        u6.add_row({sw.families[c.family], c.n, c.d, c.ks[ki], is_bound, c.bound_eps[ki], sw.u6_eps[ei], sw.u6_trials, s,
                     rate, iv.lower, iv.upper, res.mean_error[ki], res.row_success[ki]});
       }
   }
   cli.write_table(u6, kTheorem2Table);
-}
-
-// Families in the order a table first names them.
-std::vector<std::string> families_of(const TableReader& t) {
-  std::vector<std::string> families;
-  for (std::size_t i = 0; i < t.rows(); ++i)
-    if (std::find(families.begin(), families.end(), t.text(i, "family")) == families.end()) families.push_back(t.text(i, "family"));
-  return families;
 }
 
 // U4 from linformer_theorem1.csv: a family fails when one of its configurations' success rate is
@@ -332,18 +281,18 @@ ClaimRow judge_theorem1(const ExperimentCli& cli, const std::filesystem::path& d
   double min_rate = 1;
   GroupOutcomes families;  // a family passes when no configuration's upper bound is below 1 - delta
   std::int64_t largest_n = 0;
-  for (const std::string& f : families_of(t))
+  for (const std::string& f : t.distinct(col::family))
     for (std::size_t i = 0; i < t.rows(); ++i) {
-      if (t.text(i, "family") != f) continue;
-      min_rate = std::min(min_rate, t.real(i, "success_rate"));
-      families.add(f, !(t.real(i, "ci_high") < 1 - kDelta));
-      largest_n = std::max(largest_n, t.integer(i, "n"));
+      if (t.text(i, col::family) != f) continue;
+      min_rate = std::min(min_rate, t.real(i, col::success_rate));
+      families.add(f, !(t.real(i, col::ci_high) < 1 - kDelta));
+      largest_n = std::max(largest_n, t.integer(i, col::n));
     }
   // The smallest eps (the sweep's eps ascend) whose stated k is below the largest n; 1 if none.
   double eps_below = 1.0;
   for (std::size_t i = 0; i < t.rows(); ++i)
-    if (t.integer(i, "n") == largest_n && t.text(i, "k_stated_below_n") == "true") {
-      eps_below = t.real(i, "eps");
+    if (t.integer(i, col::n) == largest_n && t.text(i, col::k_stated_below_n) == "true") {
+      eps_below = t.real(i, col::eps);
       break;
     }
   ClaimRow r{"U4", families.verdict(), "minimum success rate of ||P R^T R w - P w|| < eps ||P w|| at the stated k over families, n, eps",
@@ -364,13 +313,13 @@ ClaimRow judge_theorem1(const ExperimentCli& cli, const std::filesystem::path& d
 // Theorem 1's P R^T R and for the best rank-r truncation of P; the fits written to linformer_rank_growth.csv.
 ClaimRow judge_rank_growth(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kTheorem1Table);
-  CsvTable u5({text_col("family"), text_col("construction"), int_col("points"), text_col("all_reached"),
-               real_col("power_exponent"), real_col("power_exponent_low"), real_col("power_exponent_high"),
-               real_col("power_r2"), real_col("log_slope"), real_col("log_r2"), text_col("better_fit"),
-               text_col("growth")});
+  CsvTable u5({text_col(col::family), text_col(col::construction), int_col(col::points), text_col(col::all_reached),
+               real_col(col::power_exponent), real_col(col::power_exponent_low), real_col(col::power_exponent_high),
+               real_col(col::power_r2), real_col(col::log_slope), real_col(col::log_r2), text_col(col::better_fit),
+               text_col(col::growth)});
   double max_exponent = 0;
   GroupOutcomes growth_by_family;  // Theorem 1's construction: logarithmic (or constant) growth passes
-  for (const std::string& f : families_of(t))
+  for (const std::string& f : t.distinct(col::family))
     for (int construction = 0; construction < 2; ++construction) {
       // construction 0: Theorem 1's P R^T R (k needed for a 1 - delta success rate);
       // construction 1: the best rank-r truncation of P (every column of V within eps), formed only
@@ -378,14 +327,14 @@ ClaimRow judge_rank_growth(const ExperimentCli& cli, const std::filesystem::path
       std::vector<double> x, y, lx;
       bool reached = true;
       for (std::size_t i = 0; i < t.rows(); ++i) {
-        if (t.text(i, "family") != f || t.real(i, "eps") != kU5Epsilon) continue;
-        if (construction == 1 && t.integer(i, "best_rank_needed") == -1) continue;
-        const std::int64_t k = t.integer(i, construction == 0 ? "k_needed" : "best_rank_needed");
+        if (t.text(i, col::family) != f || t.real(i, col::eps) != kU5Epsilon) continue;
+        if (construction == 1 && t.integer(i, col::best_rank_needed) == -1) continue;
+        const std::int64_t k = t.integer(i, construction == 0 ? col::k_needed : col::best_rank_needed);
         if (k < 1) {
           reached = false;
           continue;
         }
-        const auto n = static_cast<double>(t.integer(i, "n"));
+        const auto n = static_cast<double>(t.integer(i, col::n));
         x.push_back(n);
         lx.push_back(std::log(n));
         y.push_back(static_cast<double>(k));
@@ -430,7 +379,7 @@ ClaimRow judge_rank_growth(const ExperimentCli& cli, const std::filesystem::path
 // U6 from linformer_theorem2.csv, with the table of Theorem 2's k against d (a closed form, written to
 // linformer_theorem2_bound.csv unless the run is on given inputs) for where that k is a reduction.
 ClaimRow judge_theorem2(const ExperimentCli& cli, const std::filesystem::path& dir) {
-  CsvTable bound({int_col("d"), real_col("eps"), int_col("k_bound"), int_col("smallest_n_with_k_below_n")});
+  CsvTable bound({int_col(col::d), real_col(col::eps), int_col(col::k_bound), int_col(col::smallest_n_with_k_below_n)});
   const std::vector<Eigen::Index> bound_d{16, 32, 64, 128};
   const std::vector<double> bound_eps{0.1, 0.2, 0.5};
   const std::vector<Eigen::Index> practical_n{512, 1024, 2048, 4096, 8192, 16384};
@@ -452,12 +401,12 @@ ClaimRow judge_theorem2(const ExperimentCli& cli, const std::filesystem::path& d
   bool bound_significantly_low = false;
   std::vector<std::string> bound_low_families;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    if (t.text(i, "k_is_bound") != "true") continue;
+    if (t.text(i, col::k_is_bound) != "true") continue;
     ++bound_points;
-    min_bound_rate = std::min(min_bound_rate, t.real(i, "success_rate"));
-    if (t.real(i, "ci_high") < 1 - kDelta) {
+    min_bound_rate = std::min(min_bound_rate, t.real(i, col::success_rate));
+    if (t.real(i, col::ci_high) < 1 - kDelta) {
       bound_significantly_low = true;
-      const std::string& f = t.text(i, "family");
+      const std::string& f = t.text(i, col::family);
       if (std::find(bound_low_families.begin(), bound_low_families.end(), f) == bound_low_families.end())
         bound_low_families.push_back(f);
     }
@@ -491,14 +440,11 @@ int main(int argc, char** argv) {
                     GivenKind::attention);
   cli.footer("With --q --k --v, both theorems are measured on those inputs at their n and d (eps, k and the "
                    "trials still sweep); the table of Theorem 2's k against d needs no inputs and is left out.");
-  std::string family;
-  add_family_option(cli.app(), family);
-  cli.split_measurement();
-  cli.parse(argc, argv);
+  const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
-    const Plan plan = make_plan(cli, family);
-    measure_theorem1(cli, plan, shard);
-    measure_theorem2(cli, plan, shard);
+    const Sweep sw = make_sweep(cli, families);
+    measure_theorem1(cli, sw, shard);
+    measure_theorem2(cli, sw, shard);
   };
   const auto judge = [&](const std::filesystem::path& dir) {
     std::vector<ClaimRow> rows{judge_theorem1(cli, dir), judge_rank_growth(cli, dir), judge_theorem2(cli, dir)};

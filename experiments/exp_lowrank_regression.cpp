@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "attnlab/theory/attention_loss.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/family_verdict.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
+#include "attnlab/lab/regression_inputs.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/rng.hpp"
@@ -30,6 +30,48 @@ namespace exp_lowrank_regression {  // compiled beside other programs, linked al
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* b_kind = "b_kind";
+constexpr const char* b_norm2 = "b_norm2";
+constexpr const char* closed_minus_factored_rel = "closed_minus_factored_rel";
+constexpr const char* d = "d";
+constexpr const char* exact_curvature = "exact_curvature";
+constexpr const char* f_closed = "f_closed";
+constexpr const char* f_closed_predicted = "f_closed_predicted";
+constexpr const char* f_factored = "f_factored";
+constexpr const char* f_min = "f_min";
+constexpr const char* f_recipe = "f_recipe";
+constexpr const char* factored_converged = "factored_converged";
+constexpr const char* factored_stationarity = "factored_stationarity";
+constexpr const char* family = "family";
+constexpr const char* fd_over_analytic = "fd_over_analytic";
+constexpr const char* formula_agrees = "formula_agrees";
+constexpr const char* formula_ratio = "formula_ratio";
+constexpr const char* formula_rel_diff = "formula_rel_diff";
+constexpr const char* formula_valid = "formula_valid";
+constexpr const char* g8_ratio_formula = "g8_ratio_formula";
+constexpr const char* g8_ratio_svd = "g8_ratio_svd";
+constexpr const char* grad_zstar_formula_ratio = "grad_zstar_formula_ratio";
+constexpr const char* grad_zstar_ratio = "grad_zstar_ratio";
+constexpr const char* h = "h";
+constexpr const char* line = "line";
+constexpr const char* n = "n";
+constexpr const char* precision = "precision";
+constexpr const char* r = "r";
+constexpr const char* recipe_gap_ratio = "recipe_gap_ratio";
+constexpr const char* recipe_gap_rel = "recipe_gap_rel";
+constexpr const char* recipe_optimal = "recipe_optimal";
+constexpr const char* remark21 = "remark21";
+constexpr const char* remark21_matches = "remark21_matches";
+constexpr const char* remark21_ratio = "remark21_ratio";
+constexpr const char* rep = "rep";
+constexpr const char* second_difference = "second_difference";
+constexpr const char* unreachable = "unreachable";
+constexpr const char* x_cond = "x_cond";
+constexpr const char* x_rank = "x_rank";
+}  // namespace col
+
 
 // Thresholds fixed before the run.
 // G3: central differences of a quadratic have no truncation error, so at the best of the
@@ -38,47 +80,6 @@ constexpr double kFdRelativeTolerance = 1e-6;
 // G4-G6, G8, G9: scaled residuals against LAPACK's 30. Forward errors on X are scaled
 // by cond(X)^2, because every quantity here passes through X^+ twice.
 constexpr double kRatioThreshold = kResidualRatioThreshold;
-// Families of X: singular values of the ill-conditioned one spread over five decades.
-constexpr double kWellCond = 10.0;
-constexpr double kIllCond = 1e5;
-constexpr double kScale = 3.0;  // the scaled orthonormal family is kScale * Q
-
-// How X is drawn: n x d with (n, d) chosen by the family.
-struct Family {
-  const char* name;
-  bool full_column_rank;
-};
-const std::vector<Family> kFamilies = {
-    {"orthogonal_square", true},  {"orthonormal", true}, {"scaled_orthonormal", true}, {"gaussian", true},
-    {"well_conditioned", true},   {"ill_conditioned", true}, {"rank_deficient", false},
-};
-
-Eigen::Index rows_for(const std::string& family, Eigen::Index d) {
-  if (family == "orthogonal_square") return d;
-  if (family == "rank_deficient") return d / 2;  // d_s < d_e
-  return 2 * d;
-}
-
-Mat<double> draw_x(const std::string& family, Eigen::Index d, Rng& rng) {
-  const Eigen::Index n = rows_for(family, d);
-  if (family == "orthogonal_square" || family == "orthonormal") return random_orthonormal(n, d, rng);
-  if (family == "scaled_orthonormal") return kScale * random_orthonormal(n, d, rng);
-  if (family == "well_conditioned") return matrix_with_singular_values(n, d, geometric_spectrum(d, kWellCond), rng);
-  if (family == "ill_conditioned") return matrix_with_singular_values(n, d, geometric_spectrum(d, kIllCond), rng);
-  return gaussian_matrix(n, d, rng);  // gaussian, rank_deficient
-}
-
-// B random, or B = grad_S L + X W_Q W_K^T X^T from a small attention loss at d_k = 2.
-Mat<double> draw_b(const std::string& kind, const Mat<double>& x, Rng& rng) {
-  const Eigen::Index n = x.rows(), d = x.cols();
-  if (kind == "random") return gaussian_matrix(n, n, rng);
-  const Eigen::Index dk = 2, dv = std::max<Eigen::Index>(1, d / 2);
-  const Mat<double> wq = gaussian_matrix(d, dk, rng, 1 / std::sqrt(double(d)));
-  const Mat<double> wk = gaussian_matrix(d, dk, rng, 1 / std::sqrt(double(d)));
-  AttentionLoss<double> loss(x, gaussian_matrix(d, dv, rng), gaussian_matrix(dv, d, rng), gaussian_matrix(n, d, rng));
-  return regression_target(loss, wq, wk, 1 / std::sqrt(double(dk)));
-}
-
 struct Instance {
   std::string family, b_kind;
   Eigen::Index n = 0, d = 0, r = 0;
@@ -95,8 +96,8 @@ struct RegressionRow : LowRankInstance {
 RegressionRow run_instance(const Instance& in, const FactoredSearchOptions& search, const GivenInputs& given,
                            std::uint64_t seed) {
   Rng rng(seed);
-  const Mat<double> x = in.family == kGivenFamily ? given.matrix("x") : draw_x(in.family, in.d, rng);
-  const Mat<double> b = in.b_kind == kGivenFamily ? given.matrix("b") : draw_b(in.b_kind, x, rng);
+  const Mat<double> x = in.family == kGivenFamily ? given.matrix("x") : regression_x(in.family, in.d, rng);
+  const Mat<double> b = in.b_kind == kGivenFamily ? given.matrix("b") : regression_b(in.b_kind, x, rng);
   RegressionRow row;
   try {
     static_cast<LowRankInstance&>(row) = measure_lowrank_instance(b, x, in.r, rng, search);
@@ -176,11 +177,11 @@ std::vector<Instance> regression_sweep(bool quick, const GivenInputs& given) {
     for (Eigen::Index r : std::set<Eigen::Index>{1, d / 4, 3 * d / 8})
       if (r >= 1 && (r < rank || r == 1)) instances.push_back({kGivenFamily, kGivenFamily, x.rows(), d, r, 0});
   } else {
-    for (const auto& fam : kFamilies)
+    for (const auto& fam : regression_families())
       for (const char* kind : {"random", "attention"})
         for (Eigen::Index d : sweep_dims(quick))
           for (Eigen::Index r : {Eigen::Index(1), d / 4, 3 * d / 8})
-            for (int rep = 0; rep < sweep_reps(quick); ++rep) instances.push_back({fam.name, kind, rows_for(fam.name, d), d, r, rep});
+            for (int rep = 0; rep < sweep_reps(quick); ++rep) instances.push_back({fam.name, kind, regression_rows(fam.name, d), d, r, rep});
   }
   return instances;
 }
@@ -199,12 +200,12 @@ std::vector<PinvInstance> pinv_sweep(bool quick, const GivenInputs& given) {
     for (bool single : {false, true})
       pinv_instances.push_back({kGivenFamily, given.matrix("x").rows(), given.matrix("x").cols(), 0, single});
   else
-    for (const auto& fam : kFamilies)
+    for (const auto& fam : regression_families())
       for (Eigen::Index d : sweep_dims(quick))
         for (int rep = 0; rep < sweep_reps(quick); ++rep)
           for (bool single : {false, true})
             if (!single || std::string(fam.name) != "ill_conditioned")
-              pinv_instances.push_back({fam.name, rows_for(fam.name, d), d, rep, single});
+              pinv_instances.push_back({fam.name, regression_rows(fam.name, d), d, rep, single});
   return pinv_instances;
 }
 
@@ -235,26 +236,28 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, int starts
     const std::size_t i = pinv_range.begin + j;
     const auto& pi = pinv_instances[i];
     Rng rng(derive_seed(seed ^ 0x9e3779b97f4a7c15ULL, i));
-    const Mat<double> x = pi.family == kGivenFamily ? given.matrix("x") : draw_x(pi.family, pi.d, rng);
+    const Mat<double> x = pi.family == kGivenFamily ? given.matrix("x") : regression_x(pi.family, pi.d, rng);
     const XSpectrum sx = x_spectrum(x);
     return pi.single ? run_pinv<float>(x, sx, rng) : run_pinv<double>(x, sx, rng);
   });
 
   // Write the evidence.
-  CsvTable reg({text_col("family"), text_col("b_kind"), int_col("n"), int_col("d"), int_col("r"), int_col("rep"),
-                real_col("x_cond"), int_col("x_rank"), real_col("b_norm2"), real_col("f_recipe"),
-                real_col("f_closed"), real_col("f_closed_predicted"), real_col("unreachable"), real_col("f_factored"),
-                text_col("factored_converged"), real_col("factored_stationarity"),
-                real_col("closed_minus_factored_rel"), real_col("f_min"), real_col("recipe_gap_rel"),
-                real_col("recipe_gap_ratio"), text_col("recipe_optimal"), real_col("remark21"),
-                real_col("remark21_ratio"), text_col("remark21_matches"), real_col("grad_zstar_ratio"),
+  CsvTable reg({text_col(col::family), text_col(col::b_kind), int_col(col::n), int_col(col::d), int_col(col::r),
+                int_col(col::rep), real_col(col::x_cond), int_col(col::x_rank), real_col(col::b_norm2),
+                real_col(col::f_recipe), real_col(col::f_closed), real_col(col::f_closed_predicted),
+                real_col(col::unreachable), real_col(col::f_factored), text_col(col::factored_converged),
+                real_col(col::factored_stationarity), real_col(col::closed_minus_factored_rel), real_col(col::f_min),
+                real_col(col::recipe_gap_rel), real_col(col::recipe_gap_ratio), text_col(col::recipe_optimal),
+                real_col(col::remark21), real_col(col::remark21_ratio), text_col(col::remark21_matches),
+                real_col(col::grad_zstar_ratio),
                 // The formula's Z* on rank-deficient X comes from LU of a singular Gram matrix,
                 // which can overflow: this column may hold inf or nan, and says so.
-                real_col("grad_zstar_formula_ratio", true)});
-  CsvTable grad({text_col("family"), text_col("b_kind"), int_col("n"), int_col("d"), int_col("r"), int_col("rep"),
-                 real_col("h"), real_col("fd_over_analytic")});
-  CsvTable conv({text_col("family"), text_col("b_kind"), int_col("n"), int_col("d"), int_col("r"), int_col("rep"),
-                 int_col("line"), real_col("second_difference"), real_col("exact_curvature")});
+                real_col(col::grad_zstar_formula_ratio, true)});
+  CsvTable grad({text_col(col::family), text_col(col::b_kind), int_col(col::n), int_col(col::d), int_col(col::r),
+                 int_col(col::rep), real_col(col::h), real_col(col::fd_over_analytic)});
+  CsvTable conv({text_col(col::family), text_col(col::b_kind), int_col(col::n), int_col(col::d), int_col(col::r),
+                 int_col(col::rep), int_col(col::line), real_col(col::second_difference),
+                 real_col(col::exact_curvature)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const auto& in = instances[range.begin + j];
     const auto& r = rows[j];
@@ -273,12 +276,12 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, int starts
   cli.write_table(grad, kGradientTable);
   cli.write_table(conv, kConvexityTable);
 
-  CsvTable pinv({text_col("family"), text_col("precision"), int_col("n"), int_col("d"), int_col("rep"),
-                 real_col("x_cond"), int_col("x_rank"), text_col("formula_valid"),
+  CsvTable pinv({text_col(col::family), text_col(col::precision), int_col(col::n), int_col(col::d), int_col(col::rep),
+                 real_col(col::x_cond), int_col(col::x_rank), text_col(col::formula_valid),
                  // On rank-deficient X the formula inverts a singular Gram matrix: LU may
                  // return inf or nan there, so these two columns may hold them.
-                 real_col("formula_rel_diff", true), real_col("formula_ratio", true), text_col("formula_agrees"),
-                 real_col("g8_ratio_svd"), real_col("g8_ratio_formula", true)});
+                 real_col(col::formula_rel_diff, true), real_col(col::formula_ratio, true),
+                 text_col(col::formula_agrees), real_col(col::g8_ratio_svd), real_col(col::g8_ratio_formula, true)});
   for (std::size_t j = 0; j < pinv_range.size(); ++j) {
     const auto& pi = pinv_instances[pinv_range.begin + j];
     const auto& r = pinv_rows[j];
@@ -293,8 +296,8 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, int starts
 // An instance's key in the tables: its rows in lowrank_gradient.csv and lowrank_convexity.csv are those
 // with the key of its row in lowrank_regression.csv.
 std::string instance_key(const TableReader& t, std::size_t i) {
-  return fmt::format("{},{},{},{},{},{}", t.text(i, "family"), t.text(i, "b_kind"), t.integer(i, "n"), t.integer(i, "d"),
-                     t.integer(i, "r"), t.integer(i, "rep"));
+  return fmt::format("{},{},{},{},{},{}", t.text(i, col::family), t.text(i, col::b_kind), t.integer(i, col::n),
+                     t.integer(i, col::d), t.integer(i, col::r), t.integer(i, col::rep));
 }
 
 // G3 from lowrank_gradient.csv and lowrank_convexity.csv (with each instance's X and B from
@@ -316,7 +319,7 @@ ClaimRow judge_g3(const ExperimentCli& cli, const TableReader& reg, const std::f
   std::vector<double> best_fd(reg.rows(), std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < grad.rows(); ++i) {
     double& best = best_fd[row_of(grad, i)];
-    best = std::min(best, std::abs(grad.real(i, "fd_over_analytic") - 1));
+    best = std::min(best, std::abs(grad.real(i, col::fd_over_analytic) - 1));
   }
   double max_fd_error = 0;
   for (double best : best_fd) max_fd_error = std::max(max_fd_error, best);
@@ -327,9 +330,10 @@ ClaimRow judge_g3(const ExperimentCli& cli, const TableReader& reg, const std::f
   int convexity_violations = 0;
   for (std::size_t i = 0; i < conv.rows(); ++i) {
     const std::size_t k = row_of(conv, i);
-    const XSpectrum sx{reg.real(k, "x_cond"), 0, reg.integer(k, "x_rank")};
-    if (conv.real(i, "second_difference") <
-        -3 * kRatioThreshold * objective_unit(reg.integer(k, "n"), reg.integer(k, "d"), sx, reg.real(k, "b_norm2")))
+    const XSpectrum sx{reg.real(k, col::x_cond), 0, reg.integer(k, col::x_rank)};
+    if (conv.real(i, col::second_difference) <
+        -3 * kRatioThreshold *
+            objective_unit(reg.integer(k, col::n), reg.integer(k, col::d), sx, reg.real(k, col::b_norm2)))
       ++convexity_violations;
   }
   ClaimRow c{"G3", max_fd_error <= kFdRelativeTolerance && convexity_violations == 0 ? Verdict::holds : Verdict::fails,
@@ -350,23 +354,26 @@ std::vector<ClaimRow> judge_g4_g6(const ExperimentCli& cli, const TableReader& r
   double worst_g4 = 0, worst_gap = 0, worst_remark = 0, worst_closed_vs_factored = 0;
   int closed_beaten = 0;
   for (std::size_t i = 0; i < reg.rows(); ++i) {
-    const std::string& family = reg.text(i, "family");
-    const double x_cond = reg.real(i, "x_cond"), b_norm2 = reg.real(i, "b_norm2"), f_min = reg.real(i, "f_min");
-    const double grad_zstar_ratio = reg.real(i, "grad_zstar_ratio"), remark21_ratio = reg.real(i, "remark21_ratio");
-    const double closed_minus_factored = reg.real(i, "closed_minus_factored_rel");
+    const std::string& family = reg.text(i, col::family);
+    const double x_cond = reg.real(i, col::x_cond), b_norm2 = reg.real(i, col::b_norm2),
+                 f_min = reg.real(i, col::f_min);
+    const double grad_zstar_ratio = reg.real(i, col::grad_zstar_ratio),
+                 remark21_ratio = reg.real(i, col::remark21_ratio);
+    const double closed_minus_factored = reg.real(i, col::closed_minus_factored_rel);
     auto& cr = cond_range.try_emplace(family, x_cond, x_cond).first->second;
     cr = {std::min(cr.first, x_cond), std::max(cr.second, x_cond)};
-    recipe_worse_than_zero += reg.real(i, "f_recipe") > b_norm2;  // f(0) = ||B||^2
-    if (f_min > 0) max_unreachable_share = std::max(max_unreachable_share, reg.real(i, "unreachable") / f_min);
+    recipe_worse_than_zero += reg.real(i, col::f_recipe) > b_norm2;  // f(0) = ||B||^2
+    if (f_min > 0) max_unreachable_share = std::max(max_unreachable_share, reg.real(i, col::unreachable) / f_min);
     auto& a4 = g4[family]; a4.second++; a4.first += grad_zstar_ratio <= kRatioThreshold;
-    auto& a5 = g5[family]; a5.second++; a5.first += reg.real(i, "recipe_gap_ratio") <= kRatioThreshold;
+    auto& a5 = g5[family]; a5.second++; a5.first += reg.real(i, col::recipe_gap_ratio) <= kRatioThreshold;
     auto& a6 = g6[family]; a6.second++; a6.first += remark21_ratio <= kRatioThreshold;
     worst_g4 = std::max(worst_g4, grad_zstar_ratio);
-    worst_gap = std::max(worst_gap, reg.real(i, "recipe_gap_rel"));
+    worst_gap = std::max(worst_gap, reg.real(i, col::recipe_gap_rel));
     worst_remark = std::max(worst_remark, remark21_ratio);
     worst_closed_vs_factored = std::max(worst_closed_vs_factored, closed_minus_factored);
-    const XSpectrum sx{x_cond, 0, reg.integer(i, "x_rank")};
-    if (closed_minus_factored * b_norm2 > kRatioThreshold * objective_unit(reg.integer(i, "n"), reg.integer(i, "d"), sx, b_norm2))
+    const XSpectrum sx{x_cond, 0, reg.integer(i, col::x_rank)};
+    if (closed_minus_factored * b_norm2 >
+        kRatioThreshold * objective_unit(reg.integer(i, col::n), reg.integer(i, col::d), sx, b_norm2))
       ++closed_beaten;
   }
   const std::string ev_reg = cli.evidence_path(kRegressionTable);
@@ -409,11 +416,12 @@ std::vector<ClaimRow> judge_g8_g9(const ExperimentCli& cli, const std::filesyste
   std::map<std::string, std::pair<int, int>> g8, g9;
   double worst_g8 = 0, worst_g9_full = 0, best_g9_deficient = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const double formula_ratio = t.real(i, "formula_ratio"), formula_rel_diff = t.real(i, "formula_rel_diff"),
-                 g8_ratio = t.real(i, "g8_ratio_svd");
+    const double formula_ratio = t.real(i, col::formula_ratio), formula_rel_diff = t.real(i, col::formula_rel_diff),
+                 g8_ratio = t.real(i, col::g8_ratio_svd);
     const bool agrees = std::isfinite(formula_ratio) && formula_ratio <= kRatioThreshold;
-    const std::string key = std::string(t.integer(i, "x_rank") == t.integer(i, "d") ? "full_column_rank" : "rank_deficient");
-    auto& a8 = g8[t.text(i, "family")]; a8.second++; a8.first += g8_ratio <= kRatioThreshold;
+    const std::string key =
+        std::string(t.integer(i, col::x_rank) == t.integer(i, col::d) ? "full_column_rank" : "rank_deficient");
+    auto& a8 = g8[t.text(i, col::family)]; a8.second++; a8.first += g8_ratio <= kRatioThreshold;
     auto& a9 = g9[key]; a9.second++; a9.first += agrees;
     worst_g8 = std::max(worst_g8, g8_ratio);
     if (key == "full_column_rank") worst_g9_full = std::max(worst_g9_full, formula_ratio);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "attnlab/lab/approximation_verdict.hpp"
 #include "attnlab/attention/attention_error.hpp"
@@ -27,6 +28,40 @@ using namespace attnlab;
 namespace exp_nystrom {  // compiled beside other programs, linked alone (CMakeLists.txt: attnlab_programs)
 
 namespace {
+
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* alpha_sigma_max_sq = "alpha_sigma_max_sq";
+constexpr const char* az_asymmetry = "az_asymmetry";
+constexpr const char* aza_minus_a = "aza_minus_a";
+constexpr const char* d = "d";
+constexpr const char* distance_at_6 = "distance_at_6";
+constexpr const char* distance_at_max = "distance_at_max";
+constexpr const char* distance_ratio = "distance_ratio";
+constexpr const char* distance_ratio_at_6 = "distance_ratio_at_6";
+constexpr const char* distance_ratio_at_max = "distance_ratio_at_max";
+constexpr const char* distance_to_svd_pinv = "distance_to_svd_pinv";
+constexpr const char* family = "family";
+constexpr const char* init = "init";
+constexpr const char* iteration = "iteration";
+constexpr const char* iterations_to_converge = "iterations_to_converge";
+constexpr const char* kappa_kept = "kappa_kept";
+constexpr const char* kind = "kind";
+constexpr const char* landmarks = "landmarks";
+constexpr const char* matrix = "matrix";
+constexpr const char* matrix_max_abs_error = "matrix_max_abs_error";
+constexpr const char* n = "n";
+constexpr const char* penrose_max_at_max = "penrose_max_at_max";
+constexpr const char* penrose_ratio = "penrose_ratio";
+constexpr const char* pinv = "pinv";
+constexpr const char* predicted_iterations = "predicted_iterations";
+constexpr const char* rel_frobenius_error = "rel_frobenius_error";
+constexpr const char* svd_cutoff = "svd_cutoff";
+constexpr const char* svd_rank = "svd_rank";
+constexpr const char* trial = "trial";
+constexpr const char* za_asymmetry = "za_asymmetry";
+constexpr const char* zaz_minus_z = "zaz_minus_z";
+}  // namespace col
 
 // U12: "approximates" = relative Frobenius output error <= 0.1 at the largest m.
 constexpr double kApproximationThreshold = 0.1;
@@ -85,11 +120,11 @@ struct Plan {
   int trials = 0;
 };
 
-Plan make_plan(const ExperimentCli& cli, const std::string& family) {
+Plan make_plan(const ExperimentCli& cli, std::vector<std::string> families) {
   const bool quick = cli.options().quick;
   const GivenInputs& given = cli.given();
   // U12: error against m and n; n = 1000 and 100 are not multiples of the landmark counts.
-  Plan p{given.families_or(selected_families(family)),
+  Plan p{std::move(families),
          quick ? std::vector<Eigen::Index>{64, 100} : std::vector<Eigen::Index>{256, 512, 1000},
          quick ? std::vector<Eigen::Index>{4, 8, 16} : std::vector<Eigen::Index>{8, 16, 32, 64, 128},
          quick ? 16 : 32, quick ? 1 : 2};
@@ -112,9 +147,9 @@ void measure_landmarks(const ExperimentCli& cli, const Plan& plan, const Shard& 
     for (auto n : plan.ns)
       for (int t = 0; t < plan.trials; ++t) conf.push_back({f, n, t});
   const Shard::Range range = shard.range(conf.size());
-  std::vector<std::vector<U12Point>> pts(range.size());
-  parallel_trials(range.size(), [&](std::size_t j) {
+  const auto pts = run_trials<std::vector<U12Point>>(range.size(), "U12 landmarks", [&](std::size_t j) {
     const std::size_t i = range.begin + j;
+    std::vector<U12Point> points;
     Rng rng(derive_seed(cli.options().seed, i));
     const AttentionInputs in = cli.given().attention_inputs_of(conf[i].family, conf[i].n, plan.d, rng);
     const Eigen::MatrixXd p = softmax_attention_matrix(in.q, in.k);
@@ -133,13 +168,14 @@ void measure_landmarks(const ExperimentCli& cli, const Plan& plan, const Shard& 
         pt.kappa_a = sp.sigma_max / sp.sigma_min_kept;
         pt.svd_cutoff = sp.cutoff;
         pt.svd_rank = sp.rank;
-        pts[j].push_back(pt);
+        points.push_back(pt);
       }
     }
+    return points;
   });
-  CsvTable t12({text_col("family"), int_col("n"), int_col("d"), int_col("trial"), int_col("landmarks"),
-                text_col("pinv"), real_col("rel_frobenius_error"), real_col("matrix_max_abs_error"),
-                real_col("kappa_kept"), real_col("svd_cutoff"), int_col("svd_rank")});
+  CsvTable t12({text_col(col::family), int_col(col::n), int_col(col::d), int_col(col::trial), int_col(col::landmarks),
+                text_col(col::pinv), real_col(col::rel_frobenius_error), real_col(col::matrix_max_abs_error),
+                real_col(col::kappa_kept), real_col(col::svd_cutoff), int_col(col::svd_rank)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const U12Config& c = conf[range.begin + j];
     for (const auto& pt : pts[j])
@@ -194,10 +230,10 @@ void measure_iterative_pinv(const ExperimentCli& cli, const Plan& plan, const Sh
     }
   }
   const Shard::Range range = shard.range(cases.size() * inits.size());
-  std::vector<std::vector<IterationRecord>> rec(range.size());
-  parallel_trials(range.size(), [&](std::size_t j) {
+  const auto rec = run_trials<std::vector<IterationRecord>>(range.size(), "U13 iterations", [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     const std::size_t c = i / inits.size(), k = i % inits.size();
+    std::vector<IterationRecord> records;
     const Eigen::MatrixXd& a = cases[c].a;
     const double kappa = svd[c].sigma_max / svd[c].sigma_min_kept;
     Eigen::MatrixXd z = alpha[c][k] * a.transpose();
@@ -209,22 +245,24 @@ void measure_iterative_pinv(const ExperimentCli& cli, const Plan& plan, const Sh
       r.penrose_ratio = r.penrose.max_relative() / scale;
       r.distance = relative_frobenius_error(z, svd[c].pinv);
       r.ratio = r.distance / scale;
-      rec[j].push_back(r);
+      records.push_back(r);
     }
+    return records;
   });
   // A diverging iteration (an initial step outside the convergence region) overflows to inf and
   // then NaN: those columns may hold non-finite values, which is the finding, not an error.
-  CsvTable t13({text_col("matrix"), text_col("kind"), real_col("kappa_kept"), int_col("svd_rank"),
-                text_col("init"), real_col("alpha_sigma_max_sq"), int_col("iteration"), real_col("aza_minus_a", true),
-                real_col("zaz_minus_z", true), real_col("az_asymmetry", true), real_col("za_asymmetry", true),
-                real_col("penrose_ratio", true), real_col("distance_to_svd_pinv", true), real_col("distance_ratio", true)});
+  CsvTable t13({text_col(col::matrix), text_col(col::kind), real_col(col::kappa_kept), int_col(col::svd_rank),
+                text_col(col::init), real_col(col::alpha_sigma_max_sq), int_col(col::iteration),
+                real_col(col::aza_minus_a, true), real_col(col::zaz_minus_z, true), real_col(col::az_asymmetry, true),
+                real_col(col::za_asymmetry, true), real_col(col::penrose_ratio, true),
+                real_col(col::distance_to_svd_pinv, true), real_col(col::distance_ratio, true)});
   // Per (matrix, init): the first iteration within reach of the SVD pseudoinverse, and where the
   // iterate is at 6 iterations and at the last.
-  CsvTable s13({text_col("matrix"), text_col("kind"), real_col("kappa_kept"), text_col("init"),
-                real_col("alpha_sigma_max_sq"), int_col("predicted_iterations"), int_col("iterations_to_converge"),
-                real_col("distance_ratio_at_6", true),
-                real_col("distance_at_6", true), real_col("distance_ratio_at_max", true), real_col("distance_at_max", true),
-                real_col("penrose_max_at_max", true)});
+  CsvTable s13({text_col(col::matrix), text_col(col::kind), real_col(col::kappa_kept), text_col(col::init),
+                real_col(col::alpha_sigma_max_sq), int_col(col::predicted_iterations),
+                int_col(col::iterations_to_converge), real_col(col::distance_ratio_at_6, true),
+                real_col(col::distance_at_6, true), real_col(col::distance_ratio_at_max, true),
+                real_col(col::distance_at_max, true), real_col(col::penrose_max_at_max, true)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const std::size_t c = i / inits.size(), k = i % inits.size();
     const double kappa = svd[c].sigma_max / svd[c].sigma_min_kept;
@@ -250,21 +288,18 @@ void measure_iterative_pinv(const ExperimentCli& cli, const Plan& plan, const Sh
 // the iterative one reported beside it.
 ClaimRow judge_landmarks(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kLandmarkTable);
-  std::vector<std::pair<std::string, std::int64_t>> groups;  // (family, n) in the table's order
+  const auto groups = t.distinct(std::vector<std::string>{col::family, col::n});  // (family, n) in the table's order
   std::int64_t largest_m = 0;
-  for (std::size_t i = 0; i < t.rows(); ++i) {
-    const std::pair<std::string, std::int64_t> g{t.text(i, "family"), t.integer(i, "n")};
-    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
-    largest_m = std::max(largest_m, t.integer(i, "landmarks"));
-  }
+  for (std::size_t i = 0; i < t.rows(); ++i) largest_m = std::max(largest_m, t.integer(i, col::landmarks));
   auto trends_for = [&](const std::string& pinv) {
     std::vector<ErrorTrend> trends;
-    for (const auto& [f, n] : groups) {
+    for (const auto& g : groups) {
+      const std::string &f = g[0], &n = g[1];
       std::vector<double> x, y;
       for (std::size_t i = 0; i < t.rows(); ++i)
-        if (t.text(i, "family") == f && t.integer(i, "n") == n && t.text(i, "pinv") == pinv) {
-          x.push_back(static_cast<double>(t.integer(i, "landmarks")));
-          y.push_back(t.real(i, "rel_frobenius_error"));
+        if (t.text(i, col::family) == f && t.text(i, col::n) == n && t.text(i, col::pinv) == pinv) {
+          x.push_back(static_cast<double>(t.integer(i, col::landmarks)));
+          y.push_back(t.real(i, col::rel_frobenius_error));
         }
       trends.push_back(fit_error_trend(fmt::format("{} n={}", f, n), x, y));
     }
@@ -289,21 +324,22 @@ ClaimRow judge_iterative_pinv(const ExperimentCli& cli, const std::filesystem::p
   double smallest_kappa_failing_6 = std::numeric_limits<double>::infinity();
   std::vector<std::string> never, departed, never_paper, beyond;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const std::string& matrix = t.text(i, "matrix");
-    const double kappa = t.real(i, "kappa_kept");
-    const auto first = t.integer(i, "iterations_to_converge");
-    const auto predicted = t.integer(i, "predicted_iterations");
-    const std::string what = fmt::format("{} on {}", t.text(i, "init"), matrix);
+    const std::string& matrix = t.text(i, col::matrix);
+    const double kappa = t.real(i, col::kappa_kept);
+    const auto first = t.integer(i, col::iterations_to_converge);
+    const auto predicted = t.integer(i, col::predicted_iterations);
+    const std::string what = fmt::format("{} on {}", t.text(i, col::init), matrix);
     if (first < 0) never.push_back(what);
-    else if (!(t.real(i, "distance_ratio_at_max") <= kConvergedRatio)) departed.push_back(what);
-    if (t.text(i, "init") == to_string(PinvInit::per_matrix)) {
+    else if (!(t.real(i, col::distance_ratio_at_max) <= kConvergedRatio)) departed.push_back(what);
+    if (t.text(i, col::init) == to_string(PinvInit::per_matrix)) {
       // Only a matrix whose predicted count fits the budget can show that the scheme fails;
       // the others are reported as beyond the budget.
       if (first < 0 && predicted <= kMaxIterations) never_paper.push_back(matrix);
       if (first < 0 && predicted > kMaxIterations)
         beyond.push_back(fmt::format("{} (kappa {:.3g}, predicted {})", matrix, kappa, predicted));
       if (first >= 0) most_iterations = std::max(most_iterations, static_cast<int>(first));
-      if (!(t.real(i, "distance_ratio_at_6") <= kConvergedRatio)) smallest_kappa_failing_6 = std::min(smallest_kappa_failing_6, kappa);
+      if (!(t.real(i, col::distance_ratio_at_6) <= kConvergedRatio))
+        smallest_kappa_failing_6 = std::min(smallest_kappa_failing_6, kappa);
     }
   }
   const auto join = [](const std::vector<std::string>& xs) {
@@ -345,12 +381,9 @@ int main(int argc, char** argv) {
                     GivenKind::attention);
   cli.footer("With --q --k --v, the landmark sweep and the iterative pseudoinverse run on the kernel of those "
                    "inputs only (no prescribed-condition matrices).");
-  std::string family;
-  add_family_option(cli.app(), family);
-  cli.split_measurement();
-  cli.parse(argc, argv);
+  const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
-    const Plan plan = make_plan(cli, family);
+    const Plan plan = make_plan(cli, families);
     measure_landmarks(cli, plan, shard);
     measure_iterative_pinv(cli, plan, shard);
   };
@@ -358,8 +391,6 @@ int main(int argc, char** argv) {
     std::vector<ClaimRow> rows;
     if (!cli.uses_given()) rows.push_back(judge_landmarks(cli, dir));  // a verdict is about our families; given inputs get the table only
     rows.push_back(judge_iterative_pinv(cli, dir));
-    if (!cli.uses_given())  // on given inputs the tables are the report; no verdict is formed
-      for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
     return rows;
   };
   return run_experiment(cli, {measure, judge});

@@ -26,6 +26,33 @@ namespace exp_param_growth {  // compiled beside other programs, linked alone (C
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* bias = "bias";
+constexpr const char* bias_product_ratio = "bias_product_ratio";
+constexpr const char* bitwise = "bitwise";
+constexpr const char* both_sides_new_score_change = "both_sides_new_score_change";
+constexpr const char* d = "d";
+constexpr const char* d_e = "d_e";
+constexpr const char* d_k = "d_k";
+constexpr const char* d_v = "d_v";
+constexpr const char* h = "h";
+constexpr const char* n = "n";
+constexpr const char* one_side_first_order_prediction = "one_side_first_order_prediction";
+constexpr const char* one_side_new_grad = "one_side_new_grad";
+constexpr const char* one_side_step_loss_change = "one_side_step_loss_change";
+constexpr const char* p = "p";
+constexpr const char* parameters = "parameters";
+constexpr const char* precision = "precision";
+constexpr const char* product_bitwise = "product_bitwise";
+constexpr const char* product_ratio = "product_ratio";
+constexpr const char* ratio = "ratio";
+constexpr const char* remark11_formula = "remark11_formula";
+constexpr const char* rescaled_score_change = "rescaled_score_change";
+constexpr const char* zero_padded_new_grad = "zero_padded_new_grad";
+constexpr const char* zero_padded_step_loss_change = "zero_padded_step_loss_change";
+}  // namespace col
+
 constexpr double kRatioThreshold = kResidualRatioThreshold;
 constexpr double kStep = 1e-3;  // SGD step used to probe the loss after growth
 
@@ -181,8 +208,8 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard) {
   const GivenInputs& given = cli.given();
 
   // G1: every shape, with and without bias, every allowed h in 1..64.
-  CsvTable counts({int_col("d_e"), int_col("d_k"), int_col("d_v"), text_col("bias"), int_col("h"),
-                   int_col("parameters"), real_col("remark11_formula")});
+  CsvTable counts({int_col(col::d_e), int_col(col::d_k), int_col(col::d_v), text_col(col::bias), int_col(col::h),
+                   int_col(col::parameters), real_col(col::remark11_formula)});
   const auto shapes = count_shapes(quick, given);
   const Shard::Range shapes_range = shard.range(shapes.size());
   for (std::size_t i = shapes_range.begin; i < shapes_range.end; ++i) {
@@ -201,6 +228,7 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard) {
   const Shard::Range range = shard.range(plan.trials.size());
   std::vector<BiasResult> bias(range.size());
   std::vector<GrowthResult> grow(range.size());
+  Progress progress("G2, G7 trials", range.size());
   parallel_trials(range.size(), [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     Rng rng(derive_seed(seed, i));
@@ -209,13 +237,16 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard) {
       bias[j] = t.single ? bias_augmentation<float>(t.n, t.d, 5, rng) : bias_augmentation<double>(t.n, t.d, 5, rng);
     grow[j] = t.single ? growth<float>(t.n, t.growth_d, plan.k, plan.p, rng, given)
                        : growth<double>(t.n, t.growth_d, plan.k, plan.p, rng, given);
+    progress.tick();
   });
-  CsvTable bias_table({int_col("n"), int_col("d"), text_col("precision"), real_col("ratio"), text_col("bitwise")});
-  CsvTable grow_table({int_col("n"), int_col("d"), int_col("d_k"), int_col("p"), text_col("precision"),
-                       real_col("product_ratio"), text_col("product_bitwise"), real_col("bias_product_ratio"), real_col("rescaled_score_change", true),
-                       real_col("both_sides_new_score_change", true), real_col("zero_padded_new_grad"),
-                       real_col("zero_padded_step_loss_change"), real_col("one_side_new_grad"),
-                       real_col("one_side_step_loss_change"), real_col("one_side_first_order_prediction")});
+  CsvTable bias_table(
+      {int_col(col::n), int_col(col::d), text_col(col::precision), real_col(col::ratio), text_col(col::bitwise)});
+  CsvTable grow_table({int_col(col::n), int_col(col::d), int_col(col::d_k), int_col(col::p), text_col(col::precision),
+                       real_col(col::product_ratio), text_col(col::product_bitwise), real_col(col::bias_product_ratio),
+                       real_col(col::rescaled_score_change, true), real_col(col::both_sides_new_score_change, true),
+                       real_col(col::zero_padded_new_grad), real_col(col::zero_padded_step_loss_change),
+                       real_col(col::one_side_new_grad), real_col(col::one_side_step_loss_change),
+                       real_col(col::one_side_first_order_prediction)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const auto& t = plan.trials[range.begin + j];
     const char* prec = t.single ? "float" : "double";
@@ -237,11 +268,12 @@ ClaimRow judge_g1(const ExperimentCli& cli, const std::filesystem::path& dir) {
   for (std::size_t begin = 0, end = 0; begin < t.rows(); begin = end) {
     // One shape's rows are contiguous: [begin, end).
     auto same_shape = [&](std::size_t i) {
-      return t.integer(i, "d_e") == t.integer(begin, "d_e") && t.integer(i, "d_k") == t.integer(begin, "d_k") &&
-             t.integer(i, "d_v") == t.integer(begin, "d_v") && t.text(i, "bias") == t.text(begin, "bias");
+      return t.integer(i, col::d_e) == t.integer(begin, col::d_e) &&
+             t.integer(i, col::d_k) == t.integer(begin, col::d_k) &&
+             t.integer(i, col::d_v) == t.integer(begin, col::d_v) && t.text(i, col::bias) == t.text(begin, col::bias);
     };
     std::vector<std::int64_t> counts;
-    for (end = begin; end < t.rows() && same_shape(end); ++end) counts.push_back(t.integer(end, "parameters"));
+    for (end = begin; end < t.rows() && same_shape(end); ++end) counts.push_back(t.integer(end, col::parameters));
     g1.add_shape(counts, kMaxHeads - static_cast<std::int64_t>(counts.size()));
   }
   const Judgement j = g1.judge();
@@ -257,8 +289,8 @@ ClaimRow judge_g2(const ExperimentCli& cli, const std::filesystem::path& dir) {
   double worst_bias = 0;
   int bias_bitwise = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    worst_bias = std::max(worst_bias, t.real(i, "ratio"));
-    bias_bitwise += t.text(i, "bitwise") == "true";
+    worst_bias = std::max(worst_bias, t.real(i, col::ratio));
+    bias_bitwise += t.text(i, col::bitwise) == "true";
   }
   return {"G2", worst_bias <= kRatioThreshold ? Verdict::holds : Verdict::fails,
           "max entrywise |[X|1][W;b^T] - (XW + 1b^T)| / ((d+1) eps (|X||W| + |b|)), float and double",
@@ -276,16 +308,16 @@ ClaimRow judge_g7(const ExperimentCli& cli, const std::filesystem::path& dir) {
          min_both_new = std::numeric_limits<double>::infinity();
   int product_bitwise = 0, one_side_moves = 0, one_side_trials = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const double rescaled = t.real(i, "rescaled_score_change");
-    worst_product = std::max({worst_product, t.real(i, "product_ratio"), t.real(i, "bias_product_ratio")});
-    product_bitwise += t.text(i, "product_bitwise") == "true";
+    const double rescaled = t.real(i, col::rescaled_score_change);
+    worst_product = std::max({worst_product, t.real(i, col::product_ratio), t.real(i, col::bias_product_ratio)});
+    product_bitwise += t.text(i, col::product_bitwise) == "true";
     min_rescaled = std::min(min_rescaled, rescaled);
     max_rescaled = std::max(max_rescaled, rescaled);
-    max_zero_grad = std::max(max_zero_grad, t.real(i, "zero_padded_new_grad"));
-    min_both_new = std::min(min_both_new, t.real(i, "both_sides_new_score_change"));
-    if (t.integer(i, "n") >= 2) {  // with one token the softmax is constant and every gradient vanishes
+    max_zero_grad = std::max(max_zero_grad, t.real(i, col::zero_padded_new_grad));
+    min_both_new = std::min(min_both_new, t.real(i, col::both_sides_new_score_change));
+    if (t.integer(i, col::n) >= 2) {  // with one token the softmax is constant and every gradient vanishes
       ++one_side_trials;
-      one_side_moves += t.real(i, "one_side_new_grad") > 0 && t.real(i, "one_side_step_loss_change") < 0;
+      one_side_moves += t.real(i, col::one_side_new_grad) > 0 && t.real(i, col::one_side_step_loss_change) < 0;
     }
   }
   ClaimRow c{"G7", Verdict::fails,

@@ -18,6 +18,22 @@ namespace exp_qk_attention_cost {  // compiled beside other programs, linked alo
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* d = "d";
+constexpr const char* d_k = "d_k";
+constexpr const char* eigenpairs = "eigenpairs";
+constexpr const char* factored_multiply_adds = "factored_multiply_adds";
+constexpr const char* factored_seconds = "factored_seconds";
+constexpr const char* n = "n";
+constexpr const char* projection_only_multiply_adds = "projection_only_multiply_adds";
+constexpr const char* projection_only_seconds = "projection_only_seconds";
+constexpr const char* quantity = "quantity";
+constexpr const char* reparameterized_multiply_adds = "reparameterized_multiply_adds";
+constexpr const char* reparameterized_seconds = "reparameterized_seconds";
+constexpr const char* softmax_exponentials = "softmax_exponentials";
+}  // namespace col
+
 // O(n d_k) is linear in n; an exponent is called consistent with it when it (for
 // counts) or its 95% interval's lower bound (for timings) is at most 1.3.
 constexpr double kLinearExponentMax = 1.3;
@@ -58,8 +74,9 @@ void measure_cost(const ExperimentCli& cli, const Shard& shard) {
   const auto r = static_cast<double>(pairs.values.size());
   const double scale = 1.0 / std::sqrt(static_cast<double>(shape.dk));
 
-  CsvTable counts({int_col("n"), int_col("d"), int_col("d_k"), int_col("eigenpairs"), real_col("factored_multiply_adds"),
-                   real_col("reparameterized_multiply_adds"), real_col("projection_only_multiply_adds"), real_col("softmax_exponentials")});
+  CsvTable counts({int_col(col::n), int_col(col::d), int_col(col::d_k), int_col(col::eigenpairs),
+                   real_col(col::factored_multiply_adds), real_col(col::reparameterized_multiply_adds),
+                   real_col(col::projection_only_multiply_adds), real_col(col::softmax_exponentials)});
   const Shard::Range range = shard.range(shape.ns.size());
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const Eigen::Index n = shape.ns[i];
@@ -69,7 +86,8 @@ void measure_cost(const ExperimentCli& cli, const Shard& shard) {
   }
   cli.write_table(counts, kCountsTable);
 
-  CsvTable timing({int_col("n"), real_col("factored_seconds"), real_col("reparameterized_seconds"), real_col("projection_only_seconds")});
+  CsvTable timing({int_col(col::n), real_col(col::factored_seconds), real_col(col::reparameterized_seconds),
+                   real_col(col::projection_only_seconds)});
   if (shard.runs_whole(0)) {
     Progress progress("attention cost", shape.ns.size());
     for (Eigen::Index n : shape.ns) {
@@ -103,10 +121,10 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
                                          counts.path().string(), counts.rows(), timing.path().string(), timing.rows()));
   std::vector<std::size_t> fitted_rows;
   for (std::size_t i = 0; i < counts.rows(); ++i) {
-    const std::int64_t n = counts.integer(i, "n");
-    if (timing.integer(i, "n") != n)
+    const std::int64_t n = counts.integer(i, col::n);
+    if (timing.integer(i, col::n) != n)
       throw std::runtime_error(fmt::format("{}: row {} has n = {} where {} has n = {}", timing.path().string(), i + 1,
-                                           timing.integer(i, "n"), counts.path().string(), n));
+                                           timing.integer(i, col::n), counts.path().string(), n));
     if (n >= shape.fit_from) fitted_rows.push_back(i);
   }
   // One fit per column of a table, over the rows with n >= fit_from, each written as a row of `fits`.
@@ -115,7 +133,7 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
     for (const char* column : columns) {
       std::vector<double> x, y;
       for (std::size_t i : fitted_rows) {
-        x.push_back(static_cast<double>(t.integer(i, "n")));
+        x.push_back(static_cast<double>(t.integer(i, col::n)));
         y.push_back(t.real(i, column));
       }
       out.push_back(fit_power_law(x, y));
@@ -123,12 +141,14 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
     }
     return out;
   };
-  CsvTable count_fits(fit_columns({text_col("quantity")})), time_fits(fit_columns({text_col("quantity")}));
-  const std::vector<PowerLawFit> by_counts = fit_columns_of(
-      counts, {"factored_multiply_adds", "reparameterized_multiply_adds", "projection_only_multiply_adds", "softmax_exponentials"},
-      count_fits);
-  const std::vector<PowerLawFit> by_times =
-      fit_columns_of(timing, {"factored_seconds", "reparameterized_seconds", "projection_only_seconds"}, time_fits);
+  CsvTable count_fits(fit_columns({text_col(col::quantity)})), time_fits(fit_columns({text_col(col::quantity)}));
+  const std::vector<PowerLawFit> by_counts =
+      fit_columns_of(counts,
+                     {col::factored_multiply_adds, col::reparameterized_multiply_adds,
+                      col::projection_only_multiply_adds, col::softmax_exponentials},
+                     count_fits);
+  const std::vector<PowerLawFit> by_times = fit_columns_of(
+      timing, {col::factored_seconds, col::reparameterized_seconds, col::projection_only_seconds}, time_fits);
   cli.write_table(count_fits, kCountFitsTable);
   cli.write_table(time_fits, kTimeFitsTable);
   const PowerLawFit& by_count = by_counts[1];  // reparameterized
@@ -143,7 +163,7 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
       cli.evidence_path(kTimingTable), proj.slope, proj.slope_interval.lower, proj.slope_interval.upper);
   return {ClaimRow{"R8", linear ? Verdict::holds : Verdict::fails,
                    fmt::format("fitted exponent in n of counted multiply-adds of the attention output (d = {}, d_k = {})",
-                               counts.integer(0, "d"), counts.integer(0, "d_k")),
+                               counts.integer(0, col::d), counts.integer(0, col::d_k)),
                    by_count.slope, kLinearExponentMax, cli.evidence_path(kCountsTable), note}};
 }
 

@@ -21,6 +21,25 @@ namespace exp_qk_eigen_cost {  // compiled beside other programs, linked alone (
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* check = "check";
+constexpr const char* d = "d";
+constexpr const char* d_k = "d_k";
+constexpr const char* eigenvalue_gap_ratio = "eigenvalue_gap_ratio";
+constexpr const char* family = "family";
+constexpr const char* median_seconds = "median_seconds";
+constexpr const char* model_multiply_adds = "model_multiply_adds";
+constexpr const char* operator_applications = "operator_applications";
+constexpr const char* orthogonality_ratio = "orthogonality_ratio";
+constexpr const char* pairs = "pairs";
+constexpr const char* path = "path";
+constexpr const char* precision = "precision";
+constexpr const char* residual_ratio = "residual_ratio";
+constexpr const char* status = "status";
+constexpr const char* sweep = "sweep";
+}  // namespace col
+
 // O(d d_k^2) at fixed d_k is linear in d; a fitted exponent whose 95% interval reaches
 // no lower than this is called consistent with it (0.3 of slack for cache effects).
 constexpr double kLinearExponentMax = 1.3;
@@ -162,9 +181,9 @@ void measure_eigen_cost(const ExperimentCli& cli, const Shard& shard) {
                                              : make_qk_weights(configs[i].family, configs[i].d, configs[i].dk, rng);
         return std::pair{check_paths<float>(w), check_paths<double>(w)};
       });
-  CsvTable accuracy({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), text_col("path"),
-                     text_col("status"), int_col("pairs"), real_col("residual_ratio"), real_col("orthogonality_ratio"),
-                     real_col("eigenvalue_gap_ratio"), text_col("check")});
+  CsvTable accuracy({text_col(col::family), int_col(col::d), int_col(col::d_k), text_col(col::precision),
+                     text_col(col::path), text_col(col::status), int_col(col::pairs), real_col(col::residual_ratio),
+                     real_col(col::orthogonality_ratio), real_col(col::eigenvalue_gap_ratio), text_col(col::check)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const AccuracyConfig& config = configs[range.begin + j];
     for (const auto& [precision, list] : {std::pair{"float", checks[j].first}, std::pair{"double", checks[j].second}})
@@ -178,8 +197,9 @@ void measure_eigen_cost(const ExperimentCli& cli, const Shard& shard) {
   cli.write_table(accuracy, kAccuracyTable);
 
   // One path at a time (sequential: parallel runs would compete for the cores they are timing).
-  CsvTable timing({text_col("path"), text_col("sweep"), int_col("d"), int_col("d_k"), real_col("median_seconds"),
-                   real_col("model_multiply_adds"), int_col("operator_applications")});
+  CsvTable timing({text_col(col::path), text_col(col::sweep), int_col(col::d), int_col(col::d_k),
+                   real_col(col::median_seconds), real_col(col::model_multiply_adds),
+                   int_col(col::operator_applications)});
   if (cli.uses_given()) {
     // Given weights (never sharded: the one configuration is this run's): each path that decomposed them
     // timed once; one point fits no exponent, and no verdict is formed.
@@ -202,9 +222,10 @@ void measure_eigen_cost(const ExperimentCli& cli, const Shard& shard) {
     };
     for (Path p : kPaths)
       for (Eigen::Index d : p == Path::dense ? plan.dims_dense : plan.dims_low)
-        add(time_path(p, make_qk_weights("gaussian", d, std::min(kFixedDk, d / 2), rng), quick), "d");
+        add(time_path(p, make_qk_weights("gaussian", d, std::min(kFixedDk, d / 2), rng), quick), col::d);
     for (Path p : {Path::lanczos, Path::qr})
-      for (Eigen::Index dk : plan.dks) add(time_path(p, make_qk_weights("gaussian", plan.fixed_d, dk, rng), quick), "d_k");
+      for (Eigen::Index dk : plan.dks)
+        add(time_path(p, make_qk_weights("gaussian", plan.fixed_d, dk, rng), quick), col::d_k);
   }
   cli.write_table(timing, kTimingTable);
 }
@@ -213,9 +234,9 @@ void measure_eigen_cost(const ExperimentCli& cli, const Shard& shard) {
 PowerLawFit fit_path(const TableReader& timing, Path p, const std::string& variable) {
   std::vector<double> x, y;
   for (std::size_t i = 0; i < timing.rows(); ++i)
-    if (timing.text(i, "sweep") == variable && timing.text(i, "path") == path_name(p)) {
+    if (timing.text(i, col::sweep) == variable && timing.text(i, col::path) == path_name(p)) {
       x.push_back(static_cast<double>(timing.integer(i, variable)));
-      y.push_back(timing.real(i, "median_seconds"));
+      y.push_back(timing.real(i, col::median_seconds));
     }
   return fit_power_law(x, y);
 }
@@ -228,9 +249,10 @@ std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::file
   const TableReader accuracy(dir / kAccuracyTable);
   int failed_checks = 0, applicable = 0;
   for (std::size_t i = 0; i < accuracy.rows(); ++i) {
-    const std::string& status = accuracy.text(i, "status");
-    const bool pass = status == "ok" && std::max({accuracy.real(i, "residual_ratio"), accuracy.real(i, "orthogonality_ratio"),
-                                                  accuracy.real(i, "eigenvalue_gap_ratio")}) <= kResidualRatioThreshold;
+    const std::string& status = accuracy.text(i, col::status);
+    const bool pass =
+        status == "ok" && std::max({accuracy.real(i, col::residual_ratio), accuracy.real(i, col::orthogonality_ratio),
+                                    accuracy.real(i, col::eigenvalue_gap_ratio)}) <= kResidualRatioThreshold;
     if (status != "not_applicable") {
       ++applicable;
       failed_checks += !pass;
@@ -239,20 +261,20 @@ std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::file
 
   const TableReader timing(dir / kTimingTable);
   std::string fits;
-  CsvTable fit_table(fit_columns({text_col("path"), text_col("sweep")}));
+  CsvTable fit_table(fit_columns({text_col(col::path), text_col(col::sweep)}));
   WorstByCondition lower_bounds;
   double qr_slope = 0;
   for (Path p : kPaths) {
-    const PowerLawFit f = fit_path(timing, p, "d");
-    fit_table.add_row(fit_row({path_name(p), "d"}, f));
+    const PowerLawFit f = fit_path(timing, p, col::d);
+    fit_table.add_row(fit_row({path_name(p), col::d}, f));
     if (p == Path::qr) qr_slope = f.slope;
     fits += fmt::format("{} path: time ~ d^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), f.slope, f.slope_interval.lower, f.slope_interval.upper);
     lower_bounds.add(path_name(p), fmt::format("the {} path", path_name(p)), f.slope_interval.lower);
   }
   const Eigen::Index fixed_d = timing_plan(cli.options().quick).fixed_d;
   for (Path p : {Path::lanczos, Path::qr}) {
-    const PowerLawFit f = fit_path(timing, p, "d_k");
-    fit_table.add_row(fit_row({path_name(p), "d_k"}, f));
+    const PowerLawFit f = fit_path(timing, p, col::d_k);
+    fit_table.add_row(fit_row({path_name(p), col::d_k}, f));
     fits += fmt::format("{} path at d = {}: time ~ d_k^{:.2f} [{:.2f}, {:.2f}]; ", path_name(p), fixed_d, f.slope, f.slope_interval.lower, f.slope_interval.upper);
   }
   cli.write_table(fit_table, kFitsTable);

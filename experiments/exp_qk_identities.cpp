@@ -16,6 +16,23 @@ namespace exp_qk_identities {  // compiled beside other programs, linked alone (
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* d = "d";
+constexpr const char* d_k = "d_k";
+constexpr const char* family = "family";
+constexpr const char* n = "n";
+constexpr const char* precision = "precision";
+constexpr const char* r11_ratio = "r11_ratio";
+constexpr const char* r11_relative_error = "r11_relative_error";
+constexpr const char* r1_ratio = "r1_ratio";
+constexpr const char* r3_ratio = "r3_ratio";
+constexpr const char* r4_diag_ratio = "r4_diag_ratio";
+constexpr const char* r4_offdiag_ratio = "r4_offdiag_ratio";
+constexpr const char* r4_offdiag_relative = "r4_offdiag_relative";
+constexpr const char* rep = "rep";
+}  // namespace col
+
 constexpr int kQuadraticFormProbes = 8;  // random y per configuration for R3
 
 struct Config {
@@ -133,10 +150,10 @@ void measure_identities(const ExperimentCli& cli, const Shard& shard) {
     return Outcome{measure<float>(w, x, wv, y), measure<double>(w, x, wv, y)};
   });
 
-  CsvTable table({text_col("family"), int_col("d"), int_col("d_k"), int_col("n"), int_col("rep"),
-                  text_col("precision"), real_col("r1_ratio"), real_col("r3_ratio"), real_col("r4_diag_ratio"),
-                  real_col("r4_offdiag_ratio"), real_col("r4_offdiag_relative"), real_col("r11_relative_error"),
-                  real_col("r11_ratio")});
+  CsvTable table({text_col(col::family), int_col(col::d), int_col(col::d_k), int_col(col::n), int_col(col::rep),
+                  text_col(col::precision), real_col(col::r1_ratio), real_col(col::r3_ratio),
+                  real_col(col::r4_diag_ratio), real_col(col::r4_offdiag_ratio), real_col(col::r4_offdiag_relative),
+                  real_col(col::r11_relative_error), real_col(col::r11_ratio)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const Config& c = configs[range.begin + j];
     for (const auto& [precision, m] : {std::pair{"float", outcomes[j].single}, std::pair{"double", outcomes[j].dbl}})
@@ -151,12 +168,12 @@ std::vector<ClaimRow> judge_identities(const ExperimentCli& cli, const std::file
   const TableReader t(dir / kTable);
   WorstByCondition r1, r3, r4, r11;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const std::string& family = t.text(i, "family");
+    const std::string& family = t.text(i, col::family);
     const std::string& desc = qk_family_description(family);
-    r1.add(family, desc, t.real(i, "r1_ratio"));
-    r3.add(family, desc, t.real(i, "r3_ratio"));
-    r4.add(family, desc, std::max(t.real(i, "r4_diag_ratio"), t.real(i, "r4_offdiag_ratio")));
-    r11.add(family, desc, t.real(i, "r11_ratio"));
+    r1.add(family, desc, t.real(i, col::r1_ratio));
+    r3.add(family, desc, t.real(i, col::r3_ratio));
+    r4.add(family, desc, std::max(t.real(i, col::r4_diag_ratio), t.real(i, col::r4_offdiag_ratio)));
+    r11.add(family, desc, t.real(i, col::r11_ratio));
   }
   const double threshold = kResidualRatioThreshold;
   auto row = [&](const std::string& id, const WorstByCondition& w, const std::string& metric) {

@@ -27,6 +27,31 @@ namespace exp_qk_merge {  // compiled beside other programs, linked alone (CMake
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* crossover_d_k = "crossover_d_k";
+constexpr const char* d = "d";
+constexpr const char* d_gt_2dk = "d_gt_2dk";
+constexpr const char* d_k = "d_k";
+constexpr const char* d_model = "d_model";
+constexpr const char* factored = "factored";
+constexpr const char* factored_cheaper = "factored_cheaper";
+constexpr const char* factored_cheaper_by_count = "factored_cheaper_by_count";
+constexpr const char* factored_faster = "factored_faster";
+constexpr const char* factored_madds = "factored_madds";
+constexpr const char* factored_seconds = "factored_seconds";
+constexpr const char* factored_smaller = "factored_smaller";
+constexpr const char* gemm_bitwise = "gemm_bitwise";
+constexpr const char* gemm_ratio = "gemm_ratio";
+constexpr const char* h = "h";
+constexpr const char* merged = "merged";
+constexpr const char* merged_madds = "merged_madds";
+constexpr const char* merged_seconds = "merged_seconds";
+constexpr const char* n = "n";
+constexpr const char* precision = "precision";
+constexpr const char* reference_bitwise = "reference_bitwise";
+}  // namespace col
+
 constexpr double kRatioThreshold = kResidualRatioThreshold;
 
 // S3 in precision T: a d x d nn.Linear computed whole then split, against h separate
@@ -123,8 +148,8 @@ void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
   const std::uint64_t seed = cli.options().seed;
 
   // S1: exact parameter counts; the claim's rule "factored smaller iff d > 2 d_k".
-  CsvTable params({int_col("d"), int_col("d_k"), int_col("merged"), int_col("factored"),
-                   text_col("factored_smaller"), text_col("d_gt_2dk")});
+  CsvTable params({int_col(col::d), int_col(col::d_k), int_col(col::merged), int_col(col::factored),
+                   text_col(col::factored_smaller), text_col(col::d_gt_2dk)});
   const auto grid = param_grid(quick);
   const Shard::Range params_range = shard.range(grid.size());
   for (std::size_t i = params_range.begin; i < params_range.end; ++i) {
@@ -135,8 +160,8 @@ void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
   cli.write_table(params, kParamsTable);
 
   // S2 counts: multiply-adds of the two computations over a wide grid.
-  CsvTable costs({int_col("n"), int_col("d"), int_col("d_k"), real_col("factored_madds"), real_col("merged_madds"),
-                  real_col("crossover_d_k"), text_col("factored_cheaper")});
+  CsvTable costs({int_col(col::n), int_col(col::d), int_col(col::d_k), real_col(col::factored_madds),
+                  real_col(col::merged_madds), real_col(col::crossover_d_k), text_col(col::factored_cheaper)});
   const auto cost_points = cost_grid();
   const Shard::Range costs_range = shard.range(cost_points.size());
   for (std::size_t i = costs_range.begin; i < costs_range.end; ++i) {
@@ -147,8 +172,9 @@ void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
   cli.write_table(costs, kCostsTable);
 
   // S2 timing: float, one thread, medians of `repeats` runs, serially so runs never compete.
-  CsvTable timing({int_col("n"), int_col("d"), int_col("d_k"), real_col("factored_seconds"),
-                   real_col("merged_seconds"), text_col("factored_faster"), text_col("factored_cheaper_by_count")});
+  CsvTable timing({int_col(col::n), int_col(col::d), int_col(col::d_k), real_col(col::factored_seconds),
+                   real_col(col::merged_seconds), text_col(col::factored_faster),
+                   text_col(col::factored_cheaper_by_count)});
   if (shard.runs_whole(0)) {
     const auto timed = timed_grid(quick);
     Progress progress("S2 timing", timed.size());
@@ -180,8 +206,8 @@ void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
     const auto& t = trials[i];
     split[static_cast<std::size_t>(j)] = t.single ? head_split<float>(t.n, t.d, t.h, rng) : head_split<double>(t.n, t.d, t.h, rng);
   }
-  CsvTable split_table({int_col("n"), int_col("d_model"), int_col("h"), text_col("precision"),
-                        text_col("reference_bitwise"), text_col("gemm_bitwise"), real_col("gemm_ratio")});
+  CsvTable split_table({int_col(col::n), int_col(col::d_model), int_col(col::h), text_col(col::precision),
+                        text_col(col::reference_bitwise), text_col(col::gemm_bitwise), real_col(col::gemm_ratio)});
   for (std::size_t j = 0; j < split.size(); ++j) {
     const auto& t = trials[split_range.begin + j];
     split_table.add_row({t.n, t.d, t.h, t.single ? "float" : "double", split[j].reference_bitwise, split[j].gemm_bitwise,
@@ -195,7 +221,7 @@ ClaimRow judge_s1(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kParamsTable);
   S1Tally s1;
   for (std::size_t i = 0; i < t.rows(); ++i)
-    s1.add(t.integer(i, "d"), t.integer(i, "d_k"), t.integer(i, "merged"), t.integer(i, "factored"));
+    s1.add(t.integer(i, col::d), t.integer(i, col::d_k), t.integer(i, col::merged), t.integer(i, col::factored));
   const Judgement j = s1.judge();
   return {"S1", j.verdict, kS1Metric, j.observed, kNoMismatch, cli.evidence_path(kParamsTable),
           fmt::format("{} (d, d_k) points; exact integer counts d^2 and 2 d d_k", t.rows())};
@@ -211,23 +237,23 @@ ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, in
   double min_cross_frac = 1, max_cross_frac = 0;
   std::vector<int> cheaper_at(kFractions.size(), 0), points_at(kFractions.size(), 0);  // by d_k / d
   for (std::size_t i = 0; i < costs.rows(); ++i) {
-    const std::int64_t n = costs.integer(i, "n"), d = costs.integer(i, "d"), dk = costs.integer(i, "d_k");
+    const std::int64_t n = costs.integer(i, col::n), d = costs.integer(i, col::d), dk = costs.integer(i, col::d_k);
     std::size_t fi = 0;
     while (fi < kFractions.size() && long(kFractions[fi] * double(d)) != dk) ++fi;
     if (fi == kFractions.size())
       throw std::runtime_error(fmt::format("{}: row {}: d_k = {} is no grid fraction of d = {}", costs.path().string(), i + 1, dk, d));
-    const bool fac_cheaper = costs.real(i, "factored_madds") < costs.real(i, "merged_madds");
-    s2.add(n, d, dk, costs.real(i, "factored_madds"), costs.real(i, "merged_madds"));
+    const bool fac_cheaper = costs.real(i, col::factored_madds) < costs.real(i, col::merged_madds);
+    s2.add(n, d, dk, costs.real(i, col::factored_madds), costs.real(i, col::merged_madds));
     cheaper_at[fi] += fac_cheaper;
     ++points_at[fi];
-    const double cross_frac = costs.real(i, "crossover_d_k") / double(d);
+    const double cross_frac = costs.real(i, col::crossover_d_k) / double(d);
     min_cross_frac = std::min(min_cross_frac, cross_frac);
     max_cross_frac = std::max(max_cross_frac, cross_frac);
   }
   const TableReader timing(dir / kTimingTable);
   int agree = 0;
   for (std::size_t i = 0; i < timing.rows(); ++i)
-    agree += timing.text(i, "factored_faster") == timing.text(i, "factored_cheaper_by_count");
+    agree += timing.text(i, col::factored_faster) == timing.text(i, col::factored_cheaper_by_count);
 
   std::string by_fraction;
   for (std::size_t fi = 0; fi < kFractions.size(); ++fi)
@@ -249,9 +275,9 @@ ClaimRow judge_s3(const ExperimentCli& cli, const std::filesystem::path& dir) {
   std::size_t ref_bitwise = 0, gemm_bitwise = 0;
   double worst_split = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    ref_bitwise += t.text(i, "reference_bitwise") == "true";
-    gemm_bitwise += t.text(i, "gemm_bitwise") == "true";
-    worst_split = std::max(worst_split, t.real(i, "gemm_ratio"));
+    ref_bitwise += t.text(i, col::reference_bitwise) == "true";
+    gemm_bitwise += t.text(i, col::gemm_bitwise) == "true";
+    worst_split = std::max(worst_split, t.real(i, col::gemm_ratio));
   }
   const bool holds = ref_bitwise == t.rows() && worst_split <= kRatioThreshold;
   return {"S3", holds ? Verdict::holds : Verdict::fails,

@@ -18,6 +18,22 @@ namespace exp_qk_precision {  // compiled beside other programs, linked alone (C
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* cond_W = "cond_W";
+constexpr const char* d = "d";
+constexpr const char* d_k = "d_k";
+constexpr const char* dense_eig_output_error = "dense_eig_output_error";
+constexpr const char* dense_eig_scores_error = "dense_eig_scores_error";
+constexpr const char* direct_output_error = "direct_output_error";
+constexpr const char* direct_scores_error = "direct_scores_error";
+constexpr const char* n = "n";
+constexpr const char* precision = "precision";
+constexpr const char* qr_eig_output_error = "qr_eig_output_error";
+constexpr const char* qr_eig_scores_error = "qr_eig_scores_error";
+constexpr const char* rep = "rep";
+}  // namespace col
+
 // Rounding "affects the result" when the reparameterized scores carry at least twice
 // the relative error of the direct product computed in the same precision.
 constexpr double kAmplificationThreshold = 2.0;
@@ -128,9 +144,10 @@ void measure_precision(const ExperimentCli& cli, const Shard& shard) {
     return std::pair{measure<float, double>(x, wq, wk, wv), measure<double, long double>(x, wq, wk, wv)};
   });
 
-  CsvTable table({int_col("d"), int_col("d_k"), int_col("n"), real_col("cond_W", true), int_col("rep"), text_col("precision"),
-                  real_col("direct_scores_error"), real_col("dense_eig_scores_error"), real_col("qr_eig_scores_error"),
-                  real_col("direct_output_error"), real_col("dense_eig_output_error"), real_col("qr_eig_output_error")});
+  CsvTable table({int_col(col::d), int_col(col::d_k), int_col(col::n), real_col(col::cond_W, true), int_col(col::rep),
+                  text_col(col::precision), real_col(col::direct_scores_error), real_col(col::dense_eig_scores_error),
+                  real_col(col::qr_eig_scores_error), real_col(col::direct_output_error),
+                  real_col(col::dense_eig_output_error), real_col(col::qr_eig_output_error)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const Config& c = configs[range.begin + j];
     for (const auto& [precision, e] : {std::pair{"float", results[j].first}, std::pair{"double", results[j].second}})
@@ -148,14 +165,15 @@ std::vector<ClaimRow> judge_precision(const ExperimentCli& cli, const std::files
   double worst = 0;
   std::string worst_where;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const double direct = t.real(i, "direct_scores_error"), dense = t.real(i, "dense_eig_scores_error"),
-                 qr = t.real(i, "qr_eig_scores_error");
+    const double direct = t.real(i, col::direct_scores_error), dense = t.real(i, col::dense_eig_scores_error),
+                 qr = t.real(i, col::qr_eig_scores_error);
     const double amp = std::max(dense, qr) / direct;
     if (amp > worst) {
       worst = amp;
-      worst_where = fmt::format("{} at d = {}, d_k = {}, cond(W) = {:g} (direct {:.2g}, dense-eig route {:.2g}, QR route {:.2g})",
-                                t.text(i, "precision"), t.integer(i, "d"), t.integer(i, "d_k"), t.real(i, "cond_W"), direct,
-                                dense, qr);
+      worst_where =
+          fmt::format("{} at d = {}, d_k = {}, cond(W) = {:g} (direct {:.2g}, dense-eig route {:.2g}, QR route {:.2g})",
+                      t.text(i, col::precision), t.integer(i, col::d), t.integer(i, col::d_k), t.real(i, col::cond_W),
+                      direct, dense, qr);
     }
   }
   const bool affects = worst >= kAmplificationThreshold;

@@ -19,6 +19,24 @@ namespace exp_qk_spectrum {  // compiled beside other programs, linked alone (CM
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* d = "d";
+constexpr const char* d_k = "d_k";
+constexpr const char* eig_orthogonality_ratio = "eig_orthogonality_ratio";
+constexpr const char* eig_residual_ratio = "eig_residual_ratio";
+constexpr const char* family = "family";
+constexpr const char* negative_eig_S = "negative_eig_S";
+constexpr const char* nonzero_eig_S = "nonzero_eig_S";
+constexpr const char* positive_eig_S = "positive_eig_S";
+constexpr const char* precision = "precision";
+constexpr const char* r10_ratio_random_y = "r10_ratio_random_y";
+constexpr const char* r10_ratio_y_in_span = "r10_ratio_y_in_span";
+constexpr const char* r6_ratio_all_pairs = "r6_ratio_all_pairs";
+constexpr const char* r6_ratio_dk_pairs = "r6_ratio_dk_pairs";
+constexpr const char* rank_M = "rank_M";
+}  // namespace col
+
 constexpr int kProbes = 8;  // random y per configuration for R6 and R10
 
 struct Config {
@@ -121,10 +139,11 @@ void measure_spectrum(const ExperimentCli& cli, const Shard& shard) {
     return Outcome{measure<float>(w, y), measure<double>(w, y)};
   });
 
-  CsvTable table({text_col("family"), int_col("d"), int_col("d_k"), text_col("precision"), int_col("rank_M"),
-                  int_col("nonzero_eig_S"), int_col("positive_eig_S"), int_col("negative_eig_S"),
-                  real_col("eig_residual_ratio"), real_col("eig_orthogonality_ratio"), real_col("r6_ratio_dk_pairs"),
-                  real_col("r6_ratio_all_pairs"), real_col("r10_ratio_random_y"), real_col("r10_ratio_y_in_span")});
+  CsvTable table(
+      {text_col(col::family), int_col(col::d), int_col(col::d_k), text_col(col::precision), int_col(col::rank_M),
+       int_col(col::nonzero_eig_S), int_col(col::positive_eig_S), int_col(col::negative_eig_S),
+       real_col(col::eig_residual_ratio), real_col(col::eig_orthogonality_ratio), real_col(col::r6_ratio_dk_pairs),
+       real_col(col::r6_ratio_all_pairs), real_col(col::r10_ratio_random_y), real_col(col::r10_ratio_y_in_span)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const Config& c = configs[range.begin + j];
     for (const auto& [precision, m] : {std::pair{"float", outcomes[j].single}, std::pair{"double", outcomes[j].dbl}})
@@ -140,22 +159,22 @@ std::vector<ClaimRow> judge_spectrum(const ExperimentCli& cli, const std::filesy
   WorstByCondition r2, r5, r6, r10;
   double worst_check = 0, r6_all_worst = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const std::string& family = t.text(i, "family");
+    const std::string& family = t.text(i, col::family);
     const std::string& desc = qk_family_description(family);
-    const std::int64_t d = t.integer(i, "d"), dk_count = t.integer(i, "d_k");
+    const std::int64_t d = t.integer(i, col::d), dk_count = t.integer(i, col::d_k);
     const double dk = static_cast<double>(dk_count);
-    r2.add(family, desc, static_cast<double>(t.integer(i, "rank_M")) / dk);
-    r5.add(family, desc, static_cast<double>(t.integer(i, "nonzero_eig_S")) / dk);
-    r6.add(family, desc, t.real(i, "r6_ratio_dk_pairs"));
-    r6_all_worst = std::max(r6_all_worst, t.real(i, "r6_ratio_all_pairs"));
-    const double r10_random = t.real(i, "r10_ratio_random_y"), r10_in_span = t.real(i, "r10_ratio_y_in_span");
+    r2.add(family, desc, static_cast<double>(t.integer(i, col::rank_M)) / dk);
+    r5.add(family, desc, static_cast<double>(t.integer(i, col::nonzero_eig_S)) / dk);
+    r6.add(family, desc, t.real(i, col::r6_ratio_dk_pairs));
+    r6_all_worst = std::max(r6_all_worst, t.real(i, col::r6_ratio_all_pairs));
+    const double r10_random = t.real(i, col::r10_ratio_random_y), r10_in_span = t.real(i, col::r10_ratio_y_in_span);
     // R10's condition is where y lies and whether U is square, not the weight family.
     if (dk_count == d) r10.add("square", "square U (d_k = d)", std::max(r10_random, r10_in_span));
     else {
       r10.add("in_span", "y in the span of U", r10_in_span);
       r10.add("random", "random y with d_k < d (y outside span(U))", r10_random);
     }
-    worst_check = std::max({worst_check, t.real(i, "eig_residual_ratio"), t.real(i, "eig_orthogonality_ratio")});
+    worst_check = std::max({worst_check, t.real(i, col::eig_residual_ratio), t.real(i, col::eig_orthogonality_ratio)});
   }
   if (!(worst_check <= kResidualRatioThreshold))
     throw std::runtime_error(fmt::format("the QR-path eigen-decomposition failed its own check (worst ratio {}); see {}",

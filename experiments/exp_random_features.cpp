@@ -28,6 +28,37 @@ namespace exp_random_features {  // compiled beside other programs, linked alone
 
 namespace {
 
+// Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
+namespace col {
+constexpr const char* D = "D";
+constexpr const char* D_times_variance = "D_times_variance";
+constexpr const char* d = "d";
+constexpr const char* distance = "distance";
+constexpr const char* draws = "draws";
+constexpr const char* factor_overflow = "factor_overflow";
+constexpr const char* family = "family";
+constexpr const char* finite_pairs = "finite_pairs";
+constexpr const char* kernel_as_written = "kernel_as_written";
+constexpr const char* kernel_exp_minus_sigma2_r2_over_2 = "kernel_exp_minus_sigma2_r2_over_2";
+constexpr const char* kernel_gaussian_bandwidth_sigma = "kernel_gaussian_bandwidth_sigma";
+constexpr const char* lhs_unrepresentable = "lhs_unrepresentable";
+constexpr const char* max_residual_ratio = "max_residual_ratio";
+constexpr const char* mean = "mean";
+constexpr const char* method = "method";
+constexpr const char* n = "n";
+constexpr const char* pairs = "pairs";
+constexpr const char* precision = "precision";
+constexpr const char* rel_frobenius_error = "rel_frobenius_error";
+constexpr const char* sigma = "sigma";
+constexpr const char* std_error = "std_error";
+constexpr const char* temperature = "temperature";
+constexpr const char* trial = "trial";
+constexpr const char* variance = "variance";
+constexpr const char* z_as_written = "z_as_written";
+constexpr const char* z_exp_minus_sigma2_r2_over_2 = "z_exp_minus_sigma2_r2_over_2";
+constexpr const char* z_gaussian_bandwidth_sigma = "z_gaussian_bandwidth_sigma";
+}  // namespace col
+
 // U8: a kernel is consistent with the estimator's mean when |mean - kernel| <= 4 standard errors
 // (two-sided p ~ 6e-5 per configuration: no false alarm expected over the nine configurations).
 constexpr double kZThreshold = 4.0;
@@ -116,17 +147,16 @@ void measure_kernel(const ExperimentCli& cli, const Shard& shard) {
   for (double sigma : {0.5, 1.0, 2.0})
     for (double r : {0.5, 1.0, 2.0}) kconf.push_back({sigma, r});
   const Shard::Range range = shard.range(kconf.size());
-  std::vector<Moments> kmom(range.size());
-  parallel_trials(range.size(), [&](std::size_t j) {
+  const auto kmom = run_trials<Moments>(range.size(), "U8 kernel", [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     Rng rng(derive_seed(opt.seed, i));
     const auto [x, y] = pair_at_distance(kconf[i].r, rng);
-    kmom[j] = estimator_moments(x, y, kconf[i].sigma, kernel_D, draws, rng);
+    return estimator_moments(x, y, kconf[i].sigma, kernel_D, draws, rng);
   });
-  CsvTable kt({real_col("sigma"), real_col("distance"), int_col("D"), int_col("draws"), real_col("mean"),
-               real_col("std_error"), real_col("kernel_as_written"), real_col("z_as_written"),
-               real_col("kernel_gaussian_bandwidth_sigma"), real_col("z_gaussian_bandwidth_sigma"),
-               real_col("kernel_exp_minus_sigma2_r2_over_2"), real_col("z_exp_minus_sigma2_r2_over_2")});
+  CsvTable kt({real_col(col::sigma), real_col(col::distance), int_col(col::D), int_col(col::draws), real_col(col::mean),
+               real_col(col::std_error), real_col(col::kernel_as_written), real_col(col::z_as_written),
+               real_col(col::kernel_gaussian_bandwidth_sigma), real_col(col::z_gaussian_bandwidth_sigma),
+               real_col(col::kernel_exp_minus_sigma2_r2_over_2), real_col(col::z_exp_minus_sigma2_r2_over_2)});
   for (std::size_t j = 0; j < range.size(); ++j) {
     const KernelConfig& c = kconf[range.begin + j];
     const double s = c.sigma, r = c.r, m = kmom[j].mean, se = kmom[j].se;
@@ -148,18 +178,17 @@ void measure_variance(const ExperimentCli& cli, const Shard& shard) {
   const int var_draws = opt.quick ? 500 : 4000;
   const std::vector<KernelConfig> vconf = {{1.0, 1.0}, {2.0, 0.5}};
   const Shard::Range range = shard.range(vconf.size() * var_D.size());
-  std::vector<Moments> vmom(range.size());
-  parallel_trials(range.size(), [&](std::size_t j) {
+  const auto vmom = run_trials<Moments>(range.size(), "U9 variance", [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     const auto& c = vconf[i / var_D.size()];
     Rng rng(derive_seed(opt.seed, 100 + i));
     // The same pair for every D of a configuration: its own seed, so only D changes.
     Rng pair_rng(derive_seed(opt.seed, 90 + i / var_D.size()));
     const auto [x, y] = pair_at_distance(c.r, pair_rng);
-    vmom[j] = estimator_moments(x, y, c.sigma, var_D[i % var_D.size()], var_draws, rng);
+    return estimator_moments(x, y, c.sigma, var_D[i % var_D.size()], var_draws, rng);
   });
-  CsvTable vt({real_col("sigma"), real_col("distance"), int_col("D"), int_col("draws"), real_col("variance"),
-               real_col("D_times_variance")});
+  CsvTable vt({real_col(col::sigma), real_col(col::distance), int_col(col::D), int_col(col::draws),
+               real_col(col::variance), real_col(col::D_times_variance)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const auto& c = vconf[i / var_D.size()];
     const Eigen::Index D = var_D[i % var_D.size()];
@@ -184,6 +213,7 @@ void measure_identity(const ExperimentCli& cli, const std::vector<std::string>& 
   struct IdAggregate { double ratio = 0; int pairs = 0, finite = 0, lhs_unrepresentable = 0, factor_overflow = 0; };
   const Shard::Range range = shard.range(iconf.size());
   std::vector<std::array<IdAggregate, 6>> iagg(range.size());  // 3 temperatures x {float, double}
+  Progress progress("U10 identity", range.size());
   parallel_trials(range.size(), [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     Rng rng(derive_seed(opt.seed, 200 + i));
@@ -203,10 +233,11 @@ void measure_identity(const ExperimentCli& cli, const std::vector<std::string>& 
           a.ratio = std::max(a.ratio, c.ratio);
         }
       }
+    progress.tick();
   });
-  CsvTable it({text_col("family"), int_col("d"), text_col("temperature"), text_col("precision"), int_col("pairs"),
-               int_col("finite_pairs"), int_col("lhs_unrepresentable"), int_col("factor_overflow"),
-               real_col("max_residual_ratio")});
+  CsvTable it({text_col(col::family), int_col(col::d), text_col(col::temperature), text_col(col::precision),
+               int_col(col::pairs), int_col(col::finite_pairs), int_col(col::lhs_unrepresentable),
+               int_col(col::factor_overflow), real_col(col::max_residual_ratio)});
   for (std::size_t j = 0; j < range.size(); ++j)
     for (std::size_t t = 0; t < 3; ++t)
       for (int prec = 0; prec < 2; ++prec) {
@@ -235,6 +266,7 @@ void measure_attention(const ExperimentCli& cli, const std::vector<std::string>&
   const std::size_t per = kMethods.size() * att_D.size();
   const Shard::Range range = shard.range(aconf.size());
   std::vector<double> aerr(range.size() * per);
+  Progress progress("U11 attention", range.size());
   parallel_trials(range.size(), [&](std::size_t j) {
     const std::size_t i = range.begin + j;
     Rng rng(derive_seed(opt.seed, 300 + i));
@@ -259,9 +291,10 @@ void measure_attention(const ExperimentCli& cli, const std::vector<std::string>&
         aerr[j * per + m * att_D.size() + dj] = std::isfinite(e) ? e : 1e300;
       }
     }
+    progress.tick();
   });
-  CsvTable at({text_col("family"), int_col("trial"), int_col("n"), int_col("d"), text_col("method"), int_col("D"),
-               real_col("rel_frobenius_error")});
+  CsvTable at({text_col(col::family), int_col(col::trial), int_col(col::n), int_col(col::d), text_col(col::method),
+               int_col(col::D), real_col(col::rel_frobenius_error)});
   for (std::size_t j = 0; j < range.size(); ++j)
     for (std::size_t m = 0; m < kMethods.size(); ++m)
       for (std::size_t dj = 0; dj < att_D.size(); ++dj)
@@ -276,13 +309,13 @@ ClaimRow judge_kernel(const ExperimentCli& cli, const std::filesystem::path& dir
   double z_written = 0, z_band = 0, z_true = 0;
   std::string consistent_written;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const double zw = t.real(i, "z_as_written");
+    const double zw = t.real(i, col::z_as_written);
     z_written = std::max(z_written, zw);
-    z_band = std::max(z_band, t.real(i, "z_gaussian_bandwidth_sigma"));
-    z_true = std::max(z_true, t.real(i, "z_exp_minus_sigma2_r2_over_2"));
+    z_band = std::max(z_band, t.real(i, col::z_gaussian_bandwidth_sigma));
+    z_true = std::max(z_true, t.real(i, col::z_exp_minus_sigma2_r2_over_2));
     if (zw <= kZThreshold)
       consistent_written += fmt::format("{}(sigma {:g}, r {:g})", consistent_written.empty() ? "" : ", ",
-                                        t.real(i, "sigma"), t.real(i, "distance"));
+                                        t.real(i, col::sigma), t.real(i, col::distance));
   }
   return {"U8", z_written <= kZThreshold ? Verdict::holds : Verdict::fails,
           "largest |estimator mean - exp(-||x-y||/2 sigma^2)| in standard errors, sigma in {0.5,1,2}, "
@@ -298,15 +331,15 @@ ClaimRow judge_kernel(const ExperimentCli& cli, const std::filesystem::path& dir
 // U9 from rff_variance.csv: the exponent of the variance in D per (sigma, r), written to rff_variance_fit.csv.
 ClaimRow judge_variance(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kVarianceTable);
-  CsvTable vfit(fit_columns({real_col("sigma"), real_col("distance")}));
+  CsvTable vfit(fit_columns({real_col(col::sigma), real_col(col::distance)}));
   double worst_slope_dev = 0;
   std::string slopes;
   for (std::size_t begin = 0, end = 0; begin < t.rows(); begin = end) {
-    const double sigma = t.real(begin, "sigma"), r = t.real(begin, "distance");
+    const double sigma = t.real(begin, col::sigma), r = t.real(begin, col::distance);
     std::vector<double> x, y;
-    for (end = begin; end < t.rows() && t.real(end, "sigma") == sigma && t.real(end, "distance") == r; ++end) {
-      x.push_back(static_cast<double>(t.integer(end, "D")));
-      y.push_back(t.real(end, "variance"));
+    for (end = begin; end < t.rows() && t.real(end, col::sigma) == sigma && t.real(end, col::distance) == r; ++end) {
+      x.push_back(static_cast<double>(t.integer(end, col::D)));
+      y.push_back(t.real(end, col::variance));
     }
     const PowerLawFit fit = fit_power_law(x, y);
     vfit.add_row(fit_row({sigma, r}, fit));
@@ -327,9 +360,9 @@ ClaimRow judge_identity(const ExperimentCli& cli, const std::filesystem::path& d
   double id_ratio = 0;
   std::int64_t overflow_total = 0, pairs_total = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    id_ratio = std::max(id_ratio, t.real(i, "max_residual_ratio"));
-    overflow_total += t.integer(i, "factor_overflow");
-    pairs_total += t.integer(i, "pairs");
+    id_ratio = std::max(id_ratio, t.real(i, col::max_residual_ratio));
+    overflow_total += t.integer(i, col::factor_overflow);
+    pairs_total += t.integer(i, col::pairs);
   }
   ClaimRow u10{"U10", triage(id_ratio <= kIdentityRatio && overflow_total == 0, id_ratio <= kIdentityRatio),
                "largest scaled residual |exp(x.y/s2) - exp((|x|^2+|y|^2)/2s2) exp(-|x-y|^2/2s2)| / "
@@ -353,20 +386,17 @@ ClaimRow judge_identity(const ExperimentCli& cli, const std::filesystem::path& d
 // Fourier attention judged, the other three reported beside it.
 ClaimRow judge_attention(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader t(dir / kAttentionTable);
-  std::vector<std::string> families;  // in the table's order
+  const std::vector<std::string> families = t.distinct(col::family);  // in the table's order
   std::int64_t largest_D = 0;
-  for (std::size_t i = 0; i < t.rows(); ++i) {
-    if (std::find(families.begin(), families.end(), t.text(i, "family")) == families.end()) families.push_back(t.text(i, "family"));
-    largest_D = std::max(largest_D, t.integer(i, "D"));
-  }
+  for (std::size_t i = 0; i < t.rows(); ++i) largest_D = std::max(largest_D, t.integer(i, col::D));
   std::vector<std::vector<ErrorTrend>> trends(kMethods.size());
   for (std::size_t m = 0; m < kMethods.size(); ++m)
     for (const auto& f : families) {
       std::vector<double> x, y;
       for (std::size_t i = 0; i < t.rows(); ++i)
-        if (t.text(i, "family") == f && t.text(i, "method") == kMethods[m]) {
-          x.push_back(static_cast<double>(t.integer(i, "D")));
-          y.push_back(t.real(i, "rel_frobenius_error"));
+        if (t.text(i, col::family) == f && t.text(i, col::method) == kMethods[m]) {
+          x.push_back(static_cast<double>(t.integer(i, col::D)));
+          y.push_back(t.real(i, col::rel_frobenius_error));
         }
       trends[m].push_back(fit_error_trend(f, x, y));
     }
@@ -391,12 +421,8 @@ int main(int argc, char** argv) {
   cli.footer("With --q --k --v, the factorisation (U10) runs on rows of those Q and K and random feature "
                    "attention (U11) on those inputs; the kernel estimator's mean and variance (U8, U9) use their own "
                    "random pairs and are left out.");
-  std::string family;
-  add_family_option(cli.app(), family);
-  cli.split_measurement();
-  cli.parse(argc, argv);
+  const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
-    const std::vector<std::string> families = cli.given().families_or(selected_families(family));
     if (!cli.uses_given()) {  // U8, U9 draw their own pairs
       measure_kernel(cli, shard);
       measure_variance(cli, shard);
@@ -406,10 +432,8 @@ int main(int argc, char** argv) {
   };
   const auto judge = [&](const std::filesystem::path& dir) {
     if (cli.uses_given()) return std::vector<ClaimRow>{};  // a verdict is about our families; given inputs get the tables only
-    const std::vector<ClaimRow> rows{judge_kernel(cli, dir), judge_variance(cli, dir), judge_identity(cli, dir),
-                                     judge_attention(cli, dir)};
-    for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
-    return rows;
+    return std::vector<ClaimRow>{judge_kernel(cli, dir), judge_variance(cli, dir), judge_identity(cli, dir),
+                                 judge_attention(cli, dir)};
   };
   return run_experiment(cli, {measure, judge});
 }

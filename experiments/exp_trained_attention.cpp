@@ -103,7 +103,7 @@ constexpr const char* kSwapAccuracyFile = "trained_swap_accuracy.csv";
 namespace col {
 constexpr const char *kModel = "model", *kSeed = "seed", *kLayer = "layer", *kHead = "head", *kSource = "source";
 constexpr const char *kTestAccuracy = "test_accuracy", *kAugmentedSkewShare = "augmented_skew_share", *kSamples = "samples";
-constexpr const char *kRank90Trained = "rank90_trained", *kRank90Init = "rank90_init";
+constexpr const char *kRank90Trained = "rank90_trained", *kRank90Init = "rank90_init", *kTestImages = "test_images";
 constexpr const char *kRank90CentredTrained = "rank90_centred_trained", *kRank90CentredInit = "rank90_centred_init";
 constexpr const char *kMethod = "method", *kParameter = "parameter", *kValue = "value", *kMeanRelError = "mean_rel_error";
 }  // namespace col
@@ -178,7 +178,7 @@ void measure_skew(const Context& x) {
 // R12 (2): test accuracy and logits of the trained model, of the same weights with every head's M replaced by
 // S_w at inference, and of the model trained with S_w scores; a configuration is (seed, one of these).
 void measure_symmetric_swap(const Context& x) {
-  CsvTable swap({text_col(col::kModel), text_col("attention"), int_col(col::kSeed), int_col("test_images"),
+  CsvTable swap({text_col(col::kModel), text_col("attention"), int_col(col::kSeed), int_col(col::kTestImages),
                  int_col("test_correct"), real_col(col::kTestAccuracy), real_col("accuracy_lower95"),
                  real_col("accuracy_upper95"), real_col("agreement_with_trained"), real_col("max_abs_logit_change"),
                  real_col("mean_abs_logit_change"), real_col("mean_abs_logit")});
@@ -271,7 +271,7 @@ void measure_swaps(const Context& x) {
                        int_col(col::kSeed), int_col(col::kLayer), int_col(col::kSamples), real_col(col::kMeanRelError),
                        real_col("max_rel_error"), text_col("useful")});
   CsvTable swap_accuracy({text_col(col::kMethod), text_col(col::kParameter), int_col(col::kValue), int_col(col::kSeed),
-                          text_col("attention"), int_col("test_images"), int_col("test_correct"), real_col(col::kTestAccuracy),
+                          text_col("attention"), int_col(col::kTestImages), int_col("test_correct"), real_col(col::kTestAccuracy),
                           real_col("accuracy_lower95"), real_col("accuracy_upper95"), real_col("accuracy_drop")});
   const std::size_t C = configs.size(), model_configs = C * static_cast<std::size_t>(x.seeds());
   const Shard::Range range = x.shard.range(model_configs + C);
@@ -387,7 +387,7 @@ ClaimRow judge_r12(const ExperimentCli& cli, const fs::path& dir, const Origin& 
       "layers and heads: trained {}, at initialisation {}. Reading: the symmetric method scores (q_i.k_j + k_i.q_j)/2 with q, k "
       "including their biases, the symmetric part of [W_Q; b_Q^T][W_K; b_K^T]^T (skew shares of W_Q W_K^T alone, agreement "
       "and logit changes in {} and {}). {}",
-      j.note, origin.text, dr.count, mean_interval_text(dr), mean_interval_text(ds), swap.integer(0, "test_images"), per_seed,
+      j.note, origin.text, dr.count, mean_interval_text(dr), mean_interval_text(ds), swap.integer(0, col::kTestImages), per_seed,
       100 * kAccuracyTolerance, range_text(share.at(kTrainedRow)), range_text(share.at(kInitSource)), cli.evidence_path(kSkewFile),
       cli.evidence_path(kSwapFile), origin.tail);
   return {"R12", j.verdict,

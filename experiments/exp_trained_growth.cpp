@@ -131,6 +131,11 @@ constexpr const char* kCurveMeansFile = "trained_growth_curve_means.csv";
 constexpr const char* kSummaryFile = "trained_growth_summary.csv";
 constexpr const char* kHeadsFile = "trained_growth_heads.csv";
 constexpr const char* kTimingFile = "trained_growth_timing.csv";
+// Column names the tables' writers and judges share, spelled once (a rename cannot split them).
+namespace col {
+constexpr const char *kArm = "arm", *kEvalImages = "eval_images", *kLossAfterGrowth = "loss_after_growth";
+constexpr const char *kLossAfterShortTerm = "loss_after_short_term", *kLossEnd = "loss_end";
+}  // namespace col
 
 // Trains the shard's seeds (each seed's steps before growth, then every arm) and writes their rows.
 void measure_growth(const ExperimentCli& cli, const Shard& shard, const ImageSet& train, const ImageSet& test,
@@ -139,13 +144,13 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard, const ImageSet
   const Plan plan = make_plan(quick);
   const std::int64_t eval_count = std::min(plan.eval_images, test.count());
   const std::int64_t first_step = user ? plan.grow : 0;  // a user's checkpoint stands for the steps before growth
-  CsvTable curves({int_col("seed"), text_col("arm"), int_col("step"), int_col("grown"), int_col("around_growth"), int_col("key_width"),
-                   real_col("eval_loss"), real_col("eval_accuracy"), int_col("eval_images")});
-  CsvTable summary({int_col("seed"), text_col("arm"), int_col("key_width_before"), int_col("key_width_after"),
-                    real_col("loss_before_growth"), real_col("loss_after_growth"), real_col("loss_after_short_term"),
-                    real_col("loss_end"), real_col("accuracy_end"), int_col("correct_end"), int_col("eval_images"),
+  CsvTable curves({int_col("seed"), text_col(col::kArm), int_col("step"), int_col("grown"), int_col("around_growth"), int_col("key_width"),
+                   real_col("eval_loss"), real_col("eval_accuracy"), int_col(col::kEvalImages)});
+  CsvTable summary({int_col("seed"), text_col(col::kArm), int_col("key_width_before"), int_col("key_width_after"),
+                    real_col("loss_before_growth"), real_col(col::kLossAfterGrowth), real_col(col::kLossAfterShortTerm),
+                    real_col(col::kLossEnd), real_col("accuracy_end"), int_col("correct_end"), int_col(col::kEvalImages),
                     int_col("grow_step"), int_col("short_term_steps"), int_col("total_steps"), real_col("growth_batch_loss")});
-  CsvTable heads({int_col("seed"), text_col("arm"), int_col("layer"), int_col("head"), int_col("x_rows"), int_col("x_cols"),
+  CsvTable heads({int_col("seed"), text_col(col::kArm), int_col("layer"), int_col("head"), int_col("x_rows"), int_col("x_cols"),
                   int_col("x_rank"), real_col("x_sigma_min_kept"), real_col("x_sigma_max"), real_col("g_norm"),
                   real_col("m_norm_before"), real_col("m_norm_after"), real_col("m_change"), real_col("s_norm_before"),
                   real_col("s_change")});
@@ -280,7 +285,7 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard, const ImageSet
 std::vector<ClaimRow> judge_g10(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const bool quick = cli.options().quick;
   const Plan plan = make_plan(quick);
-  cli.write_table(mean_band_table(TableReader(dir / kCurvesFile), {text_col("arm"), int_col("around_growth")}, int_col("step"),
+  cli.write_table(mean_band_table(TableReader(dir / kCurvesFile), {text_col(col::kArm), int_col("around_growth")}, int_col("step"),
                                   "eval_loss", "seeds"),
                   kCurveMeansFile);
   const TableReader t(dir / kSummaryFile);
@@ -288,12 +293,12 @@ std::vector<ClaimRow> judge_g10(const ExperimentCli& cli, const std::filesystem:
   // [arm][seed] losses at the three points, in seed order.
   std::map<std::string, std::vector<double>> after_growth, short_term, end;
   for (std::size_t r = 0; r < t.rows(); ++r) {
-    const std::string& arm = t.text(r, "arm");
-    after_growth[arm].push_back(t.real(r, "loss_after_growth"));
-    short_term[arm].push_back(t.real(r, "loss_after_short_term"));
-    end[arm].push_back(t.real(r, "loss_end"));
+    const std::string& arm = t.text(r, col::kArm);
+    after_growth[arm].push_back(t.real(r, col::kLossAfterGrowth));
+    short_term[arm].push_back(t.real(r, col::kLossAfterShortTerm));
+    end[arm].push_back(t.real(r, col::kLossEnd));
   }
-  const std::int64_t eval_count = t.integer(0, "eval_images");
+  const std::int64_t eval_count = t.integer(0, col::kEvalImages);
   const std::string origin = fmt::format("exact ViT, key width {}, trained here from seed {} + i", kKeyWidth, cli.options().seed);
   const auto paired = [&](const std::string& arm) {
     std::vector<double> d;

@@ -192,6 +192,16 @@ struct RegressionInstance {
 
 constexpr const char* kG12File = "trained_regression_target.csv";
 constexpr const char* kG11File = "trained_regression_lowrank.csv";
+// Column names the tables' writers and judges share, spelled once (a rename cannot split them).
+namespace col {
+constexpr const char *kBNorm2 = "b_norm2", *kCheckpoint = "checkpoint", *kD = "d", *kDirection = "direction";
+constexpr const char *kFMin = "f_min", *kFRecipe = "f_recipe", *kFamily = "family", *kFirstOrder = "first_order";
+constexpr const char *kGNorm = "g_norm", *kHead = "head", *kImage = "image", *kLoss = "loss";
+constexpr const char *kLossChange = "loss_change", *kN = "n", *kR = "r", *kRecipeGapRatio = "recipe_gap_ratio";
+constexpr const char *kRecipeGapRel = "recipe_gap_rel", *kRemark21Ratio = "remark21_ratio";
+constexpr const char *kSResidual = "s_residual", *kT = "t", *kUnreachable = "unreachable", *kXCond = "x_cond";
+constexpr const char *kXRank = "x_rank";
+}  // namespace col
 
 // The sizes of a run.
 struct Sizes {
@@ -253,11 +263,10 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const Trai
   progress.milestone(fmt::format("G12: {} probe(s) of {} models x {} test images, every layer and head, {} steps each way",
                                  to_probe.size(), C, n_images, kSteps.size()));
 
-  CsvTable g12({text_col("checkpoint"), int_col("seed"), int_col("layer"), int_col("head"), int_col("image"), int_col("label"),
-                real_col("loss"), real_col("g_norm"), real_col("s_norm"), real_col("s_residual"), text_col("direction"),
-                real_col("first_order"), real_col("t"), real_col("predicted_change"), real_col("loss_change"),
-                // Over a first-order change of 0 (G = 0 exactly: a saturated softmax) the ratio is undefined; such
-                // a model is not measured, it is reported (exit status 1, naming the table and column).
+  CsvTable g12({text_col(col::kCheckpoint), int_col("seed"), int_col("layer"), int_col(col::kHead), int_col(col::kImage), int_col("label"),
+                real_col(col::kLoss), real_col(col::kGNorm), real_col("s_norm"), real_col(col::kSResidual), text_col(col::kDirection),
+                real_col(col::kFirstOrder), real_col(col::kT), real_col("predicted_change"), real_col(col::kLossChange),
+                // A ratio over G = 0 (a saturated softmax) is undefined: reported below with its table, exit status 1.
                 real_col("actual_over_predicted"), real_col("loss_change_over_t_g2")});
   try {
     for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) {
@@ -280,9 +289,7 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const Trai
           }
         }
     }
-  } catch (const NonFiniteError& e) {
-    throw NonFiniteError(fmt::format("{}: {} (a checkpoint whose scores saturate the softmax, or a non-finite result)", kG12File, e.what()));
-  }
+  } catch (const NonFiniteError& e) { throw NonFiniteError(fmt::format("{}: {}", kG12File, e.what())); }
   cli.write_table(g12, kG12File);
 
   // ---- G11: the recipe and Remark 2.1 with X = X' of each (checkpoint, layer, image) ----
@@ -304,12 +311,12 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const Trai
   progress.milestone(fmt::format("G11: {} of {} regression instances (X' of {} images per layer, B = G + S of each head and random, "
                                  "ranks {})", g11_range.size(), instances.size(), n_regression, fmt::join(z.ranks, ", ")));
   progress.finish();
-  CsvTable g11({text_col("family"), text_col("checkpoint"), int_col("seed"), int_col("layer"), int_col("image"), text_col("b_kind"), int_col("head"), int_col("n"),
-                int_col("d"), int_col("r"), real_col("x_cond"), int_col("x_rank"), real_col("b_norm2"), real_col("f_recipe"),
-                real_col("f_closed"), real_col("f_closed_predicted"), real_col("unreachable"), real_col("f_factored"),
+  CsvTable g11({text_col(col::kFamily), text_col(col::kCheckpoint), int_col("seed"), int_col("layer"), int_col(col::kImage), text_col("b_kind"), int_col(col::kHead), int_col(col::kN),
+                int_col(col::kD), int_col(col::kR), real_col(col::kXCond), int_col(col::kXRank), real_col(col::kBNorm2), real_col(col::kFRecipe),
+                real_col("f_closed"), real_col("f_closed_predicted"), real_col(col::kUnreachable), real_col("f_factored"),
                 text_col("factored_converged"), real_col("factored_stationarity"), real_col("closed_minus_factored_rel"),
-                real_col("f_min"), real_col("recipe_gap_rel"), real_col("recipe_gap_ratio"), text_col("recipe_optimal"),
-                real_col("remark21"), real_col("remark21_ratio"), text_col("remark21_matches")});
+                real_col(col::kFMin), real_col(col::kRecipeGapRel), real_col(col::kRecipeGapRatio), text_col("recipe_optimal"),
+                real_col("remark21"), real_col(col::kRemark21Ratio), text_col("remark21_matches")});
   for (std::size_t j = 0; j < g11_range.size(); ++j) {
     const RegressionInstance& in = instances[g11_range.begin + j];
     const LowRankInstance& r = measured[j];
@@ -326,10 +333,7 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const Trai
 
 // The checkpoints' labels in the order a table first names them, as the notes cite them.
 std::string origin_of(const TableReader& t) {
-  std::vector<std::string> labels;
-  for (std::size_t r = 0; r < t.rows(); ++r)
-    if (std::find(labels.begin(), labels.end(), t.text(r, "checkpoint")) == labels.end()) labels.push_back(t.text(r, "checkpoint"));
-  return fmt::format("{}", fmt::join(labels, "; "));
+  return fmt::format("{}", fmt::join(t.distinct(col::kCheckpoint), "; "));
 }
 
 // The end of both notes: the linear baseline trained beside the models (from the same run's vit_training_runs.csv),
@@ -355,17 +359,17 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
   std::vector<double> central_best, losses, change_b, change_star;  // the last three at t = 1
   for (std::size_t row = 0; row < t.rows(); row += 2 * n_steps) {
     ++cases;
-    n_images = std::max(n_images, t.integer(row, "image") + 1);
-    const double g_norm = t.real(row, "g_norm");
-    worst_s_residual = std::max(worst_s_residual, t.real(row, "s_residual"));
-    const double first_order_b = t.real(row, "first_order"), first_order_star = t.real(row + 1, "first_order");
+    n_images = std::max(n_images, t.integer(row, col::kImage) + 1);
+    const double g_norm = t.real(row, col::kGNorm);
+    worst_s_residual = std::max(worst_s_residual, t.real(row, col::kSResidual));
+    const double first_order_b = t.real(row, col::kFirstOrder), first_order_star = t.real(row + 1, col::kFirstOrder);
     ascent_min = std::min(ascent_min, first_order_b / (g_norm * g_norm));
     double best = 1e300;
     for (std::size_t k = 0; k < n_steps; ++k) {
       const std::size_t rb = row + 2 * k, rs = rb + 1;
-      if (t.text(rb, "direction") != "toward B" || t.text(rs, "direction") != "dS*" || t.real(rb, "t") != kSteps[k])
+      if (t.text(rb, col::kDirection) != "toward B" || t.text(rs, col::kDirection) != "dS*" || t.real(rb, col::kT) != kSteps[k])
         throw std::runtime_error(fmt::format("{}: row {} is not step t = {:g} of a case", t.path().string(), rb + 1, kSteps[k]));
-      const double toward_b = t.real(rb, "loss_change"), toward_star = t.real(rs, "loss_change");
+      const double toward_b = t.real(rb, col::kLossChange), toward_star = t.real(rs, col::kLossChange);
       lowers_b[k] += toward_b < 0;
       lowers_star[k] += toward_star < 0;
       // B - S = G and dS* = -G (gamma = ||G||): the central difference of L along G.
@@ -373,9 +377,9 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
       best = std::min(best, std::abs(central - 1));
     }
     central_best.push_back(best);
-    losses.push_back(t.real(row, "loss"));
-    change_b.push_back(t.real(row, "loss_change"));
-    change_star.push_back(t.real(row + 1, "loss_change"));
+    losses.push_back(t.real(row, col::kLoss));
+    change_b.push_back(t.real(row, col::kLossChange));
+    change_star.push_back(t.real(row + 1, col::kLossChange));
     worst_first_order = std::max(worst_first_order, best);
     first_order_agree += best <= kFirstOrderTolerance;
   }
@@ -421,39 +425,38 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
   std::int64_t n_images = 0;
   {
     const TableReader g12(dir / kG12File);
-    for (std::size_t r = 0; r < g12.rows(); ++r) n_images = std::max(n_images, g12.integer(r, "image") + 1);
+    for (std::size_t r = 0; r < g12.rows(); ++r) n_images = std::max(n_images, g12.integer(r, col::kImage) + 1);
   }
   std::map<std::string, std::pair<int, int>> g5, g6, both;
   std::map<Eigen::Index, std::pair<int, int>> g5_by_rank;  // the recipe optimal, by rank, B = G + S only
   std::map<std::string, std::pair<double, double>> cond_range;
-  std::vector<Eigen::Index> ranks;
+  const std::vector<std::int64_t> ranks = t.distinct_integers(col::kR);  // in the table's order
   double worst_ratio = 0, worst_gap = 0, worst_remark = 0, max_unreachable_share = 0;
   std::int64_t rank_lo = 1 << 30, rank_hi = 0, cols = 0, n_regression = 0;
   int recipe_worse_than_zero = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
-    const double gap_ratio = t.real(i, "recipe_gap_ratio"), remark_ratio = t.real(i, "remark21_ratio"), x_cond = t.real(i, "x_cond");
-    const double f_min = t.real(i, "f_min");
+    const double gap_ratio = t.real(i, col::kRecipeGapRatio), remark_ratio = t.real(i, col::kRemark21Ratio), x_cond = t.real(i, col::kXCond);
+    const double f_min = t.real(i, col::kFMin);
     const bool optimal = gap_ratio <= kRatioThreshold, matches = remark_ratio <= kRatioThreshold;
-    const Eigen::Index r = t.integer(i, "r");
-    if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
-    n_regression = std::max(n_regression, t.integer(i, "image") + 1);
-    const std::string& fam = t.text(i, "family");
+    const Eigen::Index r = t.integer(i, col::kR);
+    n_regression = std::max(n_regression, t.integer(i, col::kImage) + 1);
+    const std::string& fam = t.text(i, col::kFamily);
     auto& a5 = g5[fam]; a5.second++; a5.first += optimal;
     auto& a6 = g6[fam]; a6.second++; a6.first += matches;
     auto& ab = both[fam]; ab.second++; ab.first += optimal && matches;
-    if (t.integer(i, "head") >= 0) {
+    if (t.integer(i, col::kHead) >= 0) {
       auto& ar = g5_by_rank[r]; ar.second++; ar.first += optimal;
     }
     auto& cr = cond_range.try_emplace(fam, x_cond, x_cond).first->second;
     cr = {std::min(cr.first, x_cond), std::max(cr.second, x_cond)};
     worst_ratio = std::max({worst_ratio, gap_ratio, remark_ratio});
-    worst_gap = std::max(worst_gap, t.real(i, "recipe_gap_rel"));
+    worst_gap = std::max(worst_gap, t.real(i, col::kRecipeGapRel));
     worst_remark = std::max(worst_remark, remark_ratio);
-    if (f_min > 0) max_unreachable_share = std::max(max_unreachable_share, t.real(i, "unreachable") / f_min);
-    recipe_worse_than_zero += t.real(i, "f_recipe") > t.real(i, "b_norm2");
-    rank_lo = std::min(rank_lo, t.integer(i, "x_rank"));
-    rank_hi = std::max(rank_hi, t.integer(i, "x_rank"));
-    cols = t.integer(i, "d");
+    if (f_min > 0) max_unreachable_share = std::max(max_unreachable_share, t.real(i, col::kUnreachable) / f_min);
+    recipe_worse_than_zero += t.real(i, col::kFRecipe) > t.real(i, col::kBNorm2);
+    rank_lo = std::min(rank_lo, t.integer(i, col::kXRank));
+    rank_hi = std::max(rank_hi, t.integer(i, col::kXRank));
+    cols = t.integer(i, col::kD);
   }
   const FamilyJudgement j = judge_by_family(both, &cond_range);
   const FamilyJudgement j5 = judge_by_family(g5, &cond_range), j6 = judge_by_family(g6, &cond_range);
@@ -467,7 +470,7 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
       "min f) / ||B||^2 = {:.3g}; the recipe is worse than Z = 0 in {}/{} instances. G6's part (Remark 2.1 matches): {} ({}); "
       "worst ratio {:.3g}; the unreachable ||B - PBP||^2 (P the projector on range(X')), absent from Remark 2.1, is up to "
       "{:.3g} of min f.{}",
-      j.note, n_images > 0 ? t.integer(0, "n") : 0, cols, rank_lo, rank_hi, n_regression, origin_of(t), fmt::join(ranks, ", "),
+      j.note, n_images > 0 ? t.integer(0, col::kN) : 0, cols, rank_lo, rank_hi, n_regression, origin_of(t), fmt::join(ranks, ", "),
       to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero, t.rows(), to_string(j6.verdict), j6.note,
       worst_remark, max_unreachable_share, note_tail(cli, dir));
   return {"G11", j.verdict,

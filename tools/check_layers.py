@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that every #include under lib/attnlab/ respects the library's layers (README, "Layout").
+"""Checks that every #include under lib/attnlab/ respects the library's layers (docs/architecture.md, "Layers").
 
 Each layer is a folder lib/attnlab/<layer>/. A file may include headers of the layers LAYERS lists for its
 own layer, and third-party headers THIRD_PARTY lists for it; standard C++ headers (<vector>, <cmath>: no

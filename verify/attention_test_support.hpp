@@ -17,13 +17,8 @@ namespace attnlab::testing {
 // The seed of every attention check (ATTNLAB_TEST_SEED overrides it), printed by each test through INFO.
 inline const std::uint64_t kAttentionTestSeed = test_seed(20251122);
 
-// Edge sizes 1, 2, 3 and two random sizes in [4, 40] (Eigen's test habit; ATTNLAB_TEST_REPEAT random sizes
-// when set).
-inline std::vector<Eigen::Index> test_sizes(Rng& rng) {
-  std::vector<Eigen::Index> s = {1, 2, 3};
-  for (int i = 0, repeat = test_repeat(2); i < repeat; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 37));
-  return s;
-}
+// The attention checks' sizes: edge sizes 1, 2, 3 and two random sizes in [4, 40] (support.hpp, test_sizes).
+inline std::vector<Eigen::Index> attention_test_sizes(Rng& rng) { return test_sizes(rng, {4, 40}); }
 
 template <typename T>
 struct TypedInputs {

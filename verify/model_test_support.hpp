@@ -85,12 +85,8 @@ inline std::vector<Eigen::Index> sample_entries(Eigen::Index size, Eigen::Index 
   return all;
 }
 
-// Edge sizes 1, 2, 3 and one random size in [4, 12] (ATTNLAB_TEST_REPEAT random sizes when set).
-inline std::vector<Eigen::Index> model_test_sizes(Rng& rng) {
-  std::vector<Eigen::Index> s = {1, 2, 3};
-  for (int i = 0, repeat = test_repeat(1); i < repeat; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 9));
-  return s;
-}
+// The model checks' sizes: edge sizes 1, 2, 3 and one random size in [4, 12] (support.hpp, test_sizes).
+inline std::vector<Eigen::Index> model_test_sizes(Rng& rng) { return test_sizes(rng, {4, 12}, 1); }
 
 // out = softmax(t q k^T / sqrt(d_k)) v with a learned scalar temperature t (a 1 x 1 parameter, init 1),
 // written out directly: the test's stand-in for a method with parameters of its own.

@@ -163,6 +163,13 @@ std::uint64_t test_seed(std::uint64_t default_seed, std::source_location where) 
 
 int test_repeat(int default_repeat) { return test_environment().repeat.value_or(default_repeat); }
 
+std::vector<Eigen::Index> test_sizes(Rng& rng, SizeRange random, int repeat, const std::vector<Eigen::Index>& edges) {
+  std::vector<Eigen::Index> s = edges;
+  const double span = static_cast<double>(random.hi - random.lo + 1);
+  for (int i = 0, r = test_repeat(repeat); i < r; ++i) s.push_back(random.lo + static_cast<Eigen::Index>(rng.uniform() * span));
+  return s;
+}
+
 std::string seeds_in_effect(std::string_view file) {
   const TestEnvironment& env = test_environment();
   std::ostringstream s;

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "attnlab/core/rng.hpp"
+
 namespace attnlab::testing {
 
 // A fresh directory under the system temp dir, removed with everything in it on destruction.
@@ -98,6 +100,16 @@ const TestEnvironment& test_environment();
 std::uint64_t test_seed(std::uint64_t default_seed, std::source_location where = std::source_location::current());
 // ATTNLAB_TEST_REPEAT when set, else `default_repeat` (the count the loop has always run).
 int test_repeat(int default_repeat);
+
+// ---- Sizes (Eigen's habit: fixed edge sizes, then random ones) ---------------------------------------
+// The closed range random sizes are drawn from.
+struct SizeRange {
+  Eigen::Index lo, hi;
+};
+// The sizes a check runs at, the one generator of them: `edges` in order (1, 2, 3 unless a kernel has edges
+// of its own, such as a tile's), then test_repeat(repeat) sizes drawn uniformly from `random` with rng.
+std::vector<Eigen::Index> test_sizes(Rng& rng, SizeRange random, int repeat = 2,
+                                     const std::vector<Eigen::Index>& edges = {1, 2, 3});
 
 // One line for a failed test case in `file` (a path; its file name is compared): the base seeds it drew
 // from, and how to rerun with them. The runner prints it after every failed test case.

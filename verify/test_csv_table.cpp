@@ -8,6 +8,7 @@
 
 #include "attnlab/io/atomic_file.hpp"
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/core/rng.hpp"
 #include "support.hpp"
 
@@ -101,4 +102,26 @@ TEST_CASE("with_column appends a constant column to every row, quoted like any f
   CHECK(t.columns().size() == 2);  // the original is untouched
   CHECK_THROWS_AS(t.with_column(text_col("n"), "dup"), std::invalid_argument);
   CHECK_THROWS_AS(t.with_column(int_col("m"), "text"), std::invalid_argument);
+}
+
+TEST_CASE("TableReader::distinct: each value (or combination) once, in the order the rows first name it") {
+  ScratchDir dir;
+  CsvTable t({text_col("family"), int_col("n"), real_col("error")});
+  t.add_row({std::string("b"), 64, 0.5});
+  t.add_row({std::string("b"), 16, 0.25});
+  t.add_row({std::string("a"), 64, 0.125});
+  t.add_row({std::string("b"), 64, 1.0});
+  t.add_row({std::string("a"), 16, 2.0});
+  t.write(dir.path() / "t.csv");
+  const TableReader r(dir.path() / "t.csv");
+  CHECK(r.distinct("family") == std::vector<std::string>{"b", "a"});
+  CHECK(r.distinct_integers("n") == std::vector<std::int64_t>{64, 16});
+  CHECK(r.distinct(std::vector<std::string>{"family", "n"}) ==
+        std::vector<std::vector<std::string>>{{"b", "64"}, {"b", "16"}, {"a", "64"}, {"a", "16"}});
+  CHECK_THROWS_AS(r.distinct("nope"), TableReadError);
+  CHECK_THROWS_AS(r.distinct_integers("family"), TableReadError);  // "b" is not an integer: named with its row
+  // A table with a header and no rows has no values.
+  CsvTable empty({text_col("family")});
+  empty.write(dir.path() / "empty.csv");
+  CHECK(TableReader(dir.path() / "empty.csv").distinct("family").empty());
 }

@@ -66,6 +66,8 @@ TEST_CASE("experiment quick run: schema, ledger and reproducibility across threa
   for (const auto& row : ledger) {
     INFO("claim " << row.id);
     CHECK(row.experiment == name);  // provenance: the row names the experiment that wrote it
+    // Every verdict the run wrote is also printed, one line each (run_experiment).
+    CHECK(r1.output.find(row.id + ": " + to_string(row.verdict) + " (") != std::string::npos);
     if (row.verdict != Verdict::untested) {
       CHECK(std::filesystem::exists(row.evidence));
       CHECK(row.observed.has_value());

@@ -37,7 +37,7 @@ Stacks<T> family_stacks(const std::string& family, Eigen::Index n, Eigen::Index 
 
 // Sizes across the block boundary (kFastRowBlock = 512) besides the edge and random ones.
 std::vector<Eigen::Index> fast_sizes(Rng& rng) {
-  std::vector<Eigen::Index> s = test_sizes(rng);
+  std::vector<Eigen::Index> s = attention_test_sizes(rng);
   for (Eigen::Index n : {kFastRowBlock, kFastRowBlock + 1, 2 * kFastRowBlock + 70}) s.push_back(n);
   return s;
 }

@@ -17,7 +17,7 @@ namespace {
 
 // Sizes around the query block (kFusedQueryBlock = 64) besides the usual edge and random ones.
 std::vector<Eigen::Index> fused_sizes(Rng& rng) {
-  std::vector<Eigen::Index> s = test_sizes(rng);
+  std::vector<Eigen::Index> s = attention_test_sizes(rng);
   for (Eigen::Index n : {kFusedQueryBlock, kFusedQueryBlock + 1, 2 * kFusedQueryBlock + 3}) s.push_back(n);
   return s;
 }

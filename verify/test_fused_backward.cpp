@@ -73,7 +73,7 @@ void check_against_definition() {
   const std::uint64_t seed = kAttentionTestSeed + 21;
   Rng rng(seed);
   INFO("seed " << seed);
-  std::vector<Eigen::Index> sizes = test_sizes(rng);
+  std::vector<Eigen::Index> sizes = attention_test_sizes(rng);
   for (Eigen::Index n : {kBackwardQueryBlock, kBackwardQueryBlock + 1, 2 * kBackwardKeyBlock + 3}) sizes.push_back(n);
   for (const auto& family : attention_families())
     for (Eigen::Index n : sizes) {

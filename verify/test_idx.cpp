@@ -294,7 +294,8 @@ TEST_CASE("load_fashion_mnist reads the four files, gzip or raw, and checks that
 
 TEST_CASE("The installed Fashion-MNIST is the published data set") {
   if (!fs::exists(fs::path(kFashionMnistDir) / "train-images-idx3-ubyte.gz")) {
-    MESSAGE(kFashionMnistDir << " has no Fashion-MNIST (Debian package dataset-fashion-mnist): the real-data check is skipped");
+    attnlab::testing::skip_test(std::string(kFashionMnistDir) +
+                                " has no Fashion-MNIST (Debian package dataset-fashion-mnist): the real-data check is skipped");
     return;
   }
   const FashionMnist data = load_fashion_mnist();

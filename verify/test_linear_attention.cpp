@@ -33,7 +33,7 @@ void check_linear_forms() {
   Rng rng(kAttentionTestSeed + 10);
   INFO("seed " << kAttentionTestSeed + 10);
   for (const auto& family : attention_families()) {
-    for (Eigen::Index n : test_sizes(rng)) {
+    for (Eigen::Index n : attention_test_sizes(rng)) {
       const Eigen::Index d = 1 + static_cast<Eigen::Index>(rng.uniform() * 8);
       const auto in = typed_inputs<T>(family, n, d, rng);
       INFO(family << " n=" << n << " d=" << d);
@@ -77,7 +77,7 @@ TEST_CASE("efficient attention by hand on a 2 x 1 example") {
 TEST_CASE("the association (Q K^T) V = Q (K^T V) holds to rounding (scaled residual < 30)") {
   Rng rng(kAttentionTestSeed + 11);
   INFO("seed " << kAttentionTestSeed + 11);
-  for (Eigen::Index n : test_sizes(rng)) {
+  for (Eigen::Index n : attention_test_sizes(rng)) {
     const auto in = typed_inputs<double>("gaussian", n, 5, rng);
     const Eigen::MatrixXd a = unnormalised_attention_quadratic(in.q, in.k, in.v);
     const Eigen::MatrixXd b = unnormalised_attention_linear(in.q, in.k, in.v);

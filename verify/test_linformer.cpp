@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "attnlab/attention/attention_cost.hpp"
 #include "attnlab/attention/linformer.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
@@ -23,12 +24,8 @@ Mat<T> direct_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
   return softmax_rows(Mat<T>(q * k.transpose() / std::sqrt(static_cast<T>(q.cols())))) * v;
 }
 
-// Sizes: the edge sizes 1, 2, 3 and random ones.
-std::vector<Eigen::Index> sizes(Rng& rng) {
-  std::vector<Eigen::Index> s{1, 2, 3};
-  for (int i = 0, repeat = attnlab::testing::test_repeat(4); i < repeat; ++i) s.push_back(4 + static_cast<Eigen::Index>(rng.uniform() * 60));
-  return s;
-}
+// Sizes: the edge sizes 1, 2, 3 and four random ones in [4, 63].
+std::vector<Eigen::Index> sizes(Rng& rng) { return attnlab::testing::test_sizes(rng, {4, 63}, 4); }
 
 template <typename T>
 void check_identity_reduction() {

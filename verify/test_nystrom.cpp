@@ -32,7 +32,7 @@ void check_m_equals_n() {
   INFO("seed " << kAttentionTestSeed + 30);
   int full_rank_cases = 0, row_sum_cases = 0;
   for (const auto& family : attention_families()) {
-    for (Eigen::Index n : test_sizes(rng)) {
+    for (Eigen::Index n : attention_test_sizes(rng)) {
       const Eigen::Index d = 1 + static_cast<Eigen::Index>(rng.uniform() * 8);
       const auto in = typed_inputs<T>(family, n, d, rng);
       INFO(family << " n=" << n << " d=" << d);
@@ -79,7 +79,7 @@ TEST_CASE("Nystrom with m = n and an exact pseudoinverse reproduces softmax atte
 TEST_CASE("SVD pseudoinverse: Penrose conditions at rounding level with the cutoff reported on rank-deficient input") {
   Rng rng(kAttentionTestSeed + 31);
   INFO("seed " << kAttentionTestSeed + 31);
-  for (Eigen::Index m : test_sizes(rng)) {
+  for (Eigen::Index m : attention_test_sizes(rng)) {
     Eigen::VectorXd s = geometric_spectrum(m, 1e3);
     if (m > 2) s.tail(m / 2).setZero();  // exactly rank deficient
     const Eigen::MatrixXd a = matrix_with_singular_values(m, m, s, rng);
@@ -97,7 +97,7 @@ TEST_CASE("SVD pseudoinverse: Penrose conditions at rounding level with the cuto
 TEST_CASE("iterative pseudoinverse converges to the SVD pseudoinverse for a well-conditioned A") {
   Rng rng(kAttentionTestSeed + 32);
   INFO("seed " << kAttentionTestSeed + 32);
-  for (Eigen::Index m : test_sizes(rng)) {
+  for (Eigen::Index m : attention_test_sizes(rng)) {
     const Eigen::MatrixXd a = matrix_with_singular_values(m, m, geometric_spectrum(m, 10.0), rng);
     const Eigen::MatrixXd zs = pinv_svd(a).pinv;
     for (PinvInit init : {PinvInit::per_matrix, PinvInit::batch_max_both}) {

@@ -94,7 +94,7 @@ template <typename T>
 void check_attention_formulas() {
   Rng rng(kAttentionTestSeed + 23);
   INFO("seed " << kAttentionTestSeed + 23);
-  for (Eigen::Index n : test_sizes(rng)) {
+  for (Eigen::Index n : attention_test_sizes(rng)) {
     const Eigen::Index d = 1 + static_cast<Eigen::Index>(rng.uniform() * 6), D = 16;
     const auto in = typed_inputs<double>("gaussian_small", n, d, rng);
     const double tau = std::sqrt(static_cast<double>(d));

@@ -80,8 +80,7 @@ TEST_CASE("registry: each method's cost is its attention_cost.hpp model at its p
   CHECK(same(attention_method("streaming").cost(p, n, d, s), streaming_attention_cost(n, d, 32, s)));
   CHECK(same(attention_method("linear-shen").cost(p, n, d, s), efficient_attention_cost(n, d, s)));
   CHECK(same(attention_method("linear-elu").cost(p, n, d, s), elu_linear_attention_cost(n, d, s)));
-  const LinformerCost lc = linformer_cost(n, d, d, 16, s);
-  CHECK(same(attention_method("linformer").cost(p, n, d, s), AttentionCost{lc.multiply_adds, lc.workspace_bytes}));
+  CHECK(same(attention_method("linformer").cost(p, n, d, s), linformer_attention_cost(n, d, 16, s)));
   CHECK(same(attention_method("random-fourier").cost(p, n, d, s), random_fourier_attention_cost(n, d, 48, s)));
   CHECK(same(attention_method("favor").cost(p, n, d, s), favor_attention_cost(n, d, 48, s)));
   CHECK(same(attention_method("nystrom").cost(p, n, d, s),
@@ -89,8 +88,7 @@ TEST_CASE("registry: each method's cost is its attention_cost.hpp model at its p
   p.nystrom.pinv = PinvMethod::svd;
   CHECK(same(attention_method("nystrom").cost(p, n, d, s), nystrom_attention_cost(n, d, 24, -1, s)));
   // Reduced sizes above n are capped at n, as the kernels cap them.
-  CHECK(same(attention_method("linformer").cost(p, 10, d, s),
-             AttentionCost{linformer_cost(10, d, d, 10, s).multiply_adds, linformer_cost(10, d, d, 10, s).workspace_bytes}));
+  CHECK(same(attention_method("linformer").cost(p, 10, d, s), linformer_attention_cost(10, d, 10, s)));
 }
 
 TEST_CASE("registry: draws have the shapes their method needs, and only random methods draw") {

@@ -1,6 +1,7 @@
 // Checks of the three eigen paths of S_w against the dense oracle, float and double.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "attnlab/lab/qk_weights.hpp"
@@ -24,8 +25,14 @@ double eigenvalue_gap_ratio(const EigenPairs<T>& p, const EigenPairs<T>& oracle,
   return residual_ratio<T>(worst, static_cast<double>(oracle.values.size()), scale);
 }
 
+// The Lanczos path's results over a run: those on operators of rank >= nev, and how many of them passed
+// every check (residual, orthogonality, eigenvalues against the oracle).
+struct LanczosTally {
+  int well_posed = 0, passed = 0;
+};
+
 template <typename T>
-void check_low_rank_paths(const QkWeights& w64, const std::string& what) {
+void check_low_rank_paths(const QkWeights& w64, const std::string& what, LanczosTally& tally) {
   const Mat<T> wq = w64.wq.cast<T>(), wk = w64.wk.cast<T>();
   const Eigen::Index d = wq.rows(), dk = wq.cols();
   INFO(what << " d=" << d << " d_k=" << dk << " seed=" << kSymEigenSeed << " precision=" << (sizeof(T) == 4 ? "float" : "double"));
@@ -46,30 +53,56 @@ void check_low_rank_paths(const QkWeights& w64, const std::string& what) {
     ATTNLAB_CHECK_RATIO_LE(residual_ratio<T>(std::abs(static_cast<double>(oracle.values(i))), static_cast<double>(d), scale),
                            kResidualRatioThreshold, "an oracle eigenvalue the QR path omits");
 
-  const EigenPairs<T> lz = eigen_lanczos(wq, wk, 2 * dk);
-  if (2 * dk >= d) {
+  const Eigen::Index nev = 2 * dk;
+  const EigenPairs<T> lz = eigen_lanczos(wq, wk, nev);
+  if (nev >= d) {
     CHECK(lz.status == EigenStatus::not_applicable);
     return;
   }
-  // Spectra 1.0.1 can report success with wrong values on operators of rank below nev
-  // (upstream issue 159). Whatever it returns, a wrong eigenvalue must be caught by the
-  // residual check: the guard callers rely on.
-  if (lz.status == EigenStatus::ok && eigenvalue_gap_ratio(lz, oracle, scale) > kResidualRatioThreshold)
-    ATTNLAB_CHECK_RATIO_GT(std::max(eigen_residual_ratio(wq, wk, lz), orthogonality_ratio(lz.vectors)), kResidualRatioThreshold,
-                           "Lanczos residual or orthogonality where its eigenvalues are wrong");
+  // The Lanczos path, asserted in every case. Debian's Spectra 1.0.1 fails in known ways, handled here as
+  // sym_eigen.hpp and exp_qk_eigen_cost handle them (the caller checks the residual and orthogonality, and a
+  // failure is recorded, never hidden): on an operator of rank below nev it may throw (solver_error) or
+  // return wrong pairs as a success (upstream issue 159); its Lanczos start loses orthogonality, mostly when
+  // one eigenvalue dominates (spectra_init_residual_not_reorthogonalized below), at any d though rarer as d
+  // grows; on spectra spread over decades its Ritz tolerance, not eps, bounds the residual. So: a solver
+  // error only where the rank is below nev; a success either passes every check or fails the residual or
+  // orthogonality check callers run (a wrong eigenvalue never passes unnoticed); and on operators of rank
+  // >= nev most results pass (run_all's tally).
+  const Eigen::Index rank = count_nonzero_eigenvalues<T>(oracle.values, d);
+  INFO("Lanczos status " << to_string(lz.status) << " (" << lz.detail << "), rank of S_w " << rank << ", nev " << nev);
+  CHECK((lz.status == EigenStatus::ok || rank < nev));
+  if (lz.status != EigenStatus::ok) return;
+  CHECK(lz.values.size() == nev);
+  const double residual = eigen_residual_ratio(wq, wk, lz), orthogonality = orthogonality_ratio(lz.vectors);
+  const double gap = eigenvalue_gap_ratio(lz, oracle, scale);
+  const bool passes = std::max({residual, orthogonality, gap}) <= kResidualRatioThreshold;
+  const bool flagged = std::max(residual, orthogonality) > kResidualRatioThreshold;
+  INFO("Lanczos ratios: residual " << residual << ", orthogonality " << orthogonality << ", eigenvalues against the oracle " << gap);
+  CHECK((passes || flagged));
+  if (rank >= nev) {
+    ++tally.well_posed;
+    tally.passed += passes;
+  }
 }
 
 template <typename T>
 void run_all() {
   Rng rng(kSymEigenSeed);
+  LanczosTally tally;
   // Edge sizes first, then random sizes.
   for (auto [d, dk] : std::vector<std::pair<Eigen::Index, Eigen::Index>>{{1, 1}, {2, 1}, {2, 2}, {3, 1}, {3, 2}, {3, 3}})
-    for (const auto& f : qk_weight_families()) check_low_rank_paths<T>(make_qk_weights(f.name, d, dk, rng), f.name);
+    for (const auto& f : qk_weight_families()) check_low_rank_paths<T>(make_qk_weights(f.name, d, dk, rng), f.name, tally);
   for (int trial = 0, repeat = attnlab::testing::test_repeat(6); trial < repeat; ++trial) {
     const auto d = static_cast<Eigen::Index>(4 + rng.uniform() * 60);
     const auto dk = static_cast<Eigen::Index>(1 + rng.uniform() * static_cast<double>(d));
-    for (const auto& f : qk_weight_families()) check_low_rank_paths<T>(make_qk_weights(f.name, d, dk, rng), f.name);
+    for (const auto& f : qk_weight_families()) check_low_rank_paths<T>(make_qk_weights(f.name, d, dk, rng), f.name, tally);
   }
+  // Spectra's failures on operators of rank >= nev are the exception (a few percent of draws at d = 3, a
+  // fraction of a percent at d = 40): a path that failed wholesale, even if every failure were flagged,
+  // must not pass. At most a fifth of them may fail (two where there are fewer than ten).
+  INFO("Lanczos results on operators of rank >= nev: " << tally.passed << " of " << tally.well_posed << " passed every check");
+  CHECK(tally.well_posed > 0);
+  CHECK(tally.well_posed - tally.passed <= std::max(2, tally.well_posed / 5));
 }
 
 }  // namespace
@@ -150,3 +183,4 @@ TEST_CASE("spectra_init_residual_not_reorthogonalized: caught by the Lanczos pat
   ATTNLAB_CHECK_RATIO_LE(eigen_residual_ratio(wq, wk, qr), kResidualRatioThreshold, "QR path eigen residual");
   ATTNLAB_CHECK_RATIO_LE(orthogonality_ratio(qr.vectors), kResidualRatioThreshold, "QR path orthogonality");
 }
+

@@ -21,7 +21,6 @@
 #include "attnlab/attention/random_features.hpp"
 #include "attnlab/attention/random_features_train.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
-#include "attnlab/attention/symmetric_train.hpp"
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/qk/qk_split.hpp"
 #include "attnlab/qk/reparameterized_attention.hpp"
@@ -510,6 +509,37 @@ TEST_CASE("trainable attention: forward equals the library's kernel for the meth
       const double err_f = (out_f.cast<double>() - ref_f->out).cwiseAbs().maxCoeff();
       INFO("head " << head << " float: |ours - library| = " << err_f << ", bound " << ref_f->bound);
       ATTNLAB_CHECK_RATIO_LE(err_f / ref_f->bound, kForwardRatioLimit, "float forward against the library's kernel");
+    }
+  });
+}
+
+// The library's own forward for the methods whose trainable forward calls it (exact, the two linear forms,
+// the two random-feature forms), on the same numbers and draws; std::nullopt for the others (linformer,
+// nystrom and symmetric keep their reference kernels as the papers write them, in another layout from the
+// trainable forward's, and are checked within bounds above).
+template <typename T>
+std::optional<Mat<T>> shared_forward(const std::string& method, TrainableAttention<T>& m, Eigen::Index head,
+                                     const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+  if (method == "exact") return softmax_attention(q, k, v);
+  if (method == "linear-elu") return elu_linear_attention(q, k, v);
+  if (method == "linear-shen") return efficient_attention(q, k, v);
+  if (method != "random-fourier" && method != "favor") return std::nullopt;
+  const Mat<T>& w = *m.buffers().at(static_cast<std::size_t>(head));  // the head's draw
+  if (method == "random-fourier") return random_fourier_attention(q, k, v, w, std::sqrt(static_cast<T>(q.cols())));
+  return favor_attention(q, k, v, w);
+}
+
+TEST_CASE("trainable attention: forward is the library's forward bit for bit, where the method has one") {
+  for_every_case(kTrainableAttentionSeed + 7, [](const TrainableAttentionConfig& c, const Inputs& in) {
+    for (Eigen::Index head = 0; head < c.heads; ++head) {
+      INFO("head " << head);
+      auto md = build<double>(c);
+      const auto lib_d = shared_forward<double>(c.method, *md, head, in.q, in.k, in.v);
+      if (!lib_d) return;
+      CHECK(run_forward(*md, head, in.q, in.k, in.v) == *lib_d);
+      auto mf = build<float>(c);
+      const Mat<float> q = in.q.cast<float>(), k = in.k.cast<float>(), v = in.v.cast<float>();
+      CHECK(run_forward(*mf, head, q, k, v) == *shared_forward<float>(c.method, *mf, head, q, k, v));
     }
   });
 }

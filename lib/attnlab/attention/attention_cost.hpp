@@ -45,6 +45,31 @@ inline AttentionCost elu_linear_attention_cost(long long n, long long d, std::si
   return {2 * nn * dd * dd + nn * dd, (3 * nn * dd + dd * dd + dd + nn) * static_cast<double>(scalar_bytes)};
 }
 
+// Linformer with sequence-axis projections to k rows (k <= n), counted in full: E K, F V (k n d and k n d_v)
+// and the products with the n x k scores (n k d and n k d_v); n k exponentials; workspace E K, F V, the
+// n x k scores and the output; inputs Q, K, V and E, F.
+struct LinformerCost {
+  double multiply_adds = 0;    // k n d + k n dv + n k d + n k dv
+  double exponentials = 0;     // n k
+  double workspace_bytes = 0;  // buffers the kernel allocates: E K, F V, the n x k scores, the output
+  double input_bytes = 0;      // Q, K, V and E, F
+};
+inline LinformerCost linformer_cost(long long n, long long d, long long dv, long long k, std::size_t scalar_bytes) {
+  const double N = detail::dbl(n), D = detail::dbl(d), DV = detail::dbl(dv), K = detail::dbl(k),
+               B = static_cast<double>(scalar_bytes);
+  LinformerCost c;
+  c.multiply_adds = K * N * D + K * N * DV + N * K * D + N * K * DV;
+  c.exponentials = N * K;
+  c.workspace_bytes = B * (K * D + K * DV + N * K + N * DV);
+  c.input_bytes = B * (2 * N * D + N * DV + 2 * K * N);
+  return c;
+}
+// The same in this header's common form (d = d_v).
+inline AttentionCost linformer_attention_cost(long long n, long long d, long long k, std::size_t scalar_bytes) {
+  const LinformerCost c = linformer_cost(n, d, d, k, scalar_bytes);
+  return {c.multiply_adds, c.workspace_bytes};
+}
+
 // Random Fourier features with D directions: projections of Q and K (n D d each, plus 4 n D sin/cos),
 // phi(K)^T V and phi(Q) ctx (2 n D d each), denominators (2 n D); features 2 x (n x 2D) plus the
 // two n x D projections, ctx (2D x d), z (2D), numerator (n x d), denominators (n).

@@ -1,4 +1,4 @@
-// What every trainable attention pass shares: the call checks and the column softmax, forward and backward.
+// What every trainable attention pass shares: the call checks and the tape handling.
 #pragma once
 
 #include <Eigen/Dense>
@@ -8,6 +8,7 @@
 
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/core/matrix.hpp"
+#include "attnlab/core/softmax.hpp"
 
 namespace attnlab::detail {
 
@@ -67,32 +68,9 @@ TapeT& reuse_tape(std::unique_ptr<AttentionTape>* tape, std::unique_ptr<TapeT>& 
   return ref;
 }
 
-// Softmax of every column of `s` in place: column i becomes the probability vector of query i when
-// s holds transposed logits (keys down, queries across). Column-major storage makes each column
-// contiguous, so this walks memory in order (the library's softmax_attention uses the same layout).
-// The column maximum is subtracted only for numerical stability: it cancels between numerator and
-// denominator, every exponent is then <= 0 (no overflow) and the largest term is exactly 1 (the sum
-// is >= 1, never 0). Its gradient contribution is exactly zero for the same reason (the softmax is
-// invariant to a shift of its column), so the backward treats it as a constant.
-template <typename T>
-void softmax_cols_inplace(Mat<T>& s) {
-  for (Eigen::Index i = 0; i < s.cols(); ++i) {
-    auto col = s.col(i);
-    const T col_max = col.maxCoeff();
-    col = (col.array() - col_max).exp().matrix();
-    col *= T(1) / col.sum();
-  }
-}
-
-// The softmax's backward in place: given p = softmax(s) column by column and dp = dL/dp, turns dp
-// into dL/ds = p o (dp - <p, dp>) column by column (the Jacobian diag(p) - p p^T applied to dp).
-template <typename T>
-void softmax_cols_backward_inplace(const Mat<T>& p, Mat<T>& dp) {
-  for (Eigen::Index i = 0; i < p.cols(); ++i) {
-    auto d = dp.col(i);
-    const T mean = p.col(i).dot(d);
-    d.array() = p.col(i).array() * (d.array() - mean);
-  }
-}
+// The softmax of every trainable method is core's (core/softmax.hpp); these names stay for the callers
+// outside the attention layer that spell them detail:: (model/analysis/score_probe.cpp).
+using attnlab::softmax_cols_backward_inplace;
+using attnlab::softmax_cols_inplace;
 
 }  // namespace attnlab::detail

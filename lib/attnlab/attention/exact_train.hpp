@@ -1,4 +1,5 @@
-// Exact softmax attention softmax(q k^T / sqrt(d_k)) v, trainable: forward and backward side by side.
+// Exact softmax attention softmax(s) v, trainable: forward and backward side by side, with the scores s
+// of exact attention or of seed 000's symmetric form.
 #pragma once
 
 #include <memory>
@@ -9,19 +10,27 @@
 
 namespace attnlab {
 
-// What exact attention's backward needs: the inputs and the attention matrix, stored transposed.
+// What the backward needs: the inputs and the attention matrix, stored transposed.
 template <typename T>
 struct ExactTape : AttentionTape {
   Mat<T> q, k, v;  // n x d_k, n x d_k, n x d_v
   Mat<T> pt;       // n x n: P^T, column i is query i's attention over the keys
 };
 
+// The scores softmax(s) v is taken of:
+//   exact      s = q k^T / sqrt(d_k) (the method "exact": the library's softmax_attention());
+//   symmetric  s = (q k^T + k q^T) / (2 sqrt(d_k)) (the method "symmetric"). With q = X W_Q and k = X W_K,
+//              X S_w X^T = (q k^T + k q^T) / 2 (claims R4, R11), so these are the scores of a layer whose
+//              W_Q W_K^T is replaced by its symmetric part S_w (claim R12's "a model trained with S_w scores").
+enum class ExactScores { exact, symmetric };
+
 // One layer's exact attention (no parameters, no buffers); every head is the same function.
 template <typename T>
 class ExactTrain final : public TrainableAttention<T> {
  public:
-  explicit ExactTrain(const detail::TrainShape& shape) : shape_(shape) {}
-  std::string name() const override { return "exact"; }
+  explicit ExactTrain(const detail::TrainShape& shape, ExactScores scores = ExactScores::exact)
+      : shape_(shape), scores_(scores) {}
+  std::string name() const override { return scores_ == ExactScores::exact ? "exact" : "symmetric"; }
   std::string describe() const override;
   void forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Mat<T>& out,
                std::unique_ptr<AttentionTape>* tape) const override;
@@ -30,6 +39,7 @@ class ExactTrain final : public TrainableAttention<T> {
 
  private:
   detail::TrainShape shape_;
+  ExactScores scores_;
 };
 
 }  // namespace attnlab

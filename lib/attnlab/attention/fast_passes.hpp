@@ -54,28 +54,13 @@ std::vector<Mat<T>> add_blocks(std::vector<Mat<T>>&& part, Eigen::Index count, E
 
 // Pass 2 of the methods whose summaries are softmax sums relative to a block maximum (Shen's linear attention,
 // Nystrom): each part is (r, d_v + 2) = [unnormalised products, each row's block maximum, each row's block
-// sum]. Per head: the blocks rescaled to each row's overall maximum (factors exp(m_j - max) <= 1, exactly 1 for
-// the block holding it: nothing overflows, the online softmax's rescaling), added in block order, divided by the
-// merged sums: (r, d_v).
+// sum]; per head, the blocks merged in block order (merge_softmax_partials, core/softmax.hpp): (r, d_v).
 template <typename T>
 std::vector<Mat<T>> merge_softmax_blocks(const std::vector<Mat<T>>& part, Eigen::Index count, Eigen::Index blocks) {
   std::vector<Mat<T>> merged(static_cast<std::size_t>(count));
 #pragma omp parallel for schedule(static)
-  for (Eigen::Index h = 0; h < count; ++h) {
-    const auto first = static_cast<std::size_t>(h * blocks);
-    const Eigen::Index dv = part[first].cols() - 2;
-    Vec<T> row_max = part[first].col(dv);
-    for (Eigen::Index j = 1; j < blocks; ++j) row_max = row_max.cwiseMax(part[first + j].col(dv));
-    Mat<T> sum = Mat<T>::Zero(part[first].rows(), dv);
-    Vec<T> sums = Vec<T>::Zero(part[first].rows());
-    for (Eigen::Index j = 0; j < blocks; ++j) {
-      const Mat<T>& p = part[first + static_cast<std::size_t>(j)];
-      const Vec<T> factor = (p.col(dv) - row_max).array().exp().matrix();
-      sum.noalias() += factor.asDiagonal() * p.leftCols(dv);
-      sums += factor.cwiseProduct(p.col(dv + 1));
-    }
-    merged[static_cast<std::size_t>(h)].noalias() = sums.cwiseInverse().asDiagonal() * sum;
-  }
+  for (Eigen::Index h = 0; h < count; ++h)
+    merged[static_cast<std::size_t>(h)] = merge_softmax_partials(&part[static_cast<std::size_t>(h * blocks)], blocks);
   return merged;
 }
 

@@ -17,62 +17,17 @@ namespace attnlab {
 
 namespace {
 
-// Softmax of each row (over the d features) and of each column (over the n positions), written
-// as whole-matrix operations so that they walk column-major storage in order. Both subtract the
-// maximum of the row or column before exp(): mathematically a no-op, it keeps exp() from
-// overflowing for entries of any size, and the largest term is exactly 1, so the sum is >= 1.
+// phi = elu(x) + 1 = max(x, 0) + exp(min(x, 0)): x + 1 for x > 0, exp(x) otherwise, every operation
+// vectorised (Eigen 3.4's select() is not, and falls back to scalar expf); dphi = exp(min(x, 0)), the
+// derivative (exactly 1 where x > 0: exp(0) = 1).
 template <typename T>
-Mat<T> softmax_of_rows(const Mat<T>& x) {
-  const Vec<T> row_max = x.rowwise().maxCoeff();
-  Mat<T> e = (x.colwise() - row_max).array().exp().matrix();
-  const Vec<T> row_sum = e.rowwise().sum();
-  return row_sum.cwiseInverse().asDiagonal() * e;
-}
-
-template <typename T>
-Mat<T> softmax_of_cols(const Mat<T>& x) {
-  const Eigen::Matrix<T, 1, Eigen::Dynamic> col_max = x.colwise().maxCoeff();
-  Mat<T> e = (x.rowwise() - col_max).array().exp().matrix();
-  const Vec<T> col_sum = e.colwise().sum().transpose();
-  return e * col_sum.cwiseInverse().asDiagonal();
-}
-
-// phi(x) = elu(x) + 1 = (x > 0 ? x + 1 : exp(x)), entrywise; always > 0.
-template <typename T>
-Mat<T> elu_plus_one(const Mat<T>& x) {
-  return x.unaryExpr([](T a) { return a > T(0) ? a + T(1) : std::exp(a); });
-}
-
-// Rows of phi(X) for the normalised form. The output is unchanged when phi(q_i) is scaled by
-// any positive number (it appears in numerator and denominator), and likewise when all of
-// phi(K) is scaled by one number. Entries with x < -745 underflow exp() to 0 in double (-104
-// in float), so a row, or all of K, made of very negative entries would give 0 / 0. Where the
-// largest entry m is negative we therefore use exp(x - m) = phi(x) / phi(m) instead, whose
-// largest term is exactly 1.
-// rescale_negative_rows() does it per row of phi(Q) (both kernels), rescale_negative_all() for all
-// of phi(K) (the reference; the fast kernel applies K's maximum block by block).
-template <typename Derived>
-void rescale_negative_rows(Mat<typename Derived::Scalar>& phi, const Eigen::MatrixBase<Derived>& x) {
-  using T = typename Derived::Scalar;
-  const Vec<T> row_max = x.rowwise().maxCoeff();
-  for (Eigen::Index i = 0; i < x.rows(); ++i)
-    if (row_max(i) < T(0)) phi.row(i) = (x.row(i).array() - row_max(i)).exp().matrix();
-}
-
-template <typename T>
-void rescale_negative_all(Mat<T>& phi, const Mat<T>& x) {
-  const T m = x.maxCoeff();
-  if (m < T(0)) phi = (x.array() - m).exp().matrix();
-}
-
-// elu(x) + 1 = max(x, 0) + exp(min(x, 0)): x + 1 for x > 0, exp(x) otherwise, as elu_plus_one, but
-// every operation vectorised (Eigen 3.4's select() is not, and falls back to scalar expf). The fast
-// kernel's form. Not merged with elu_plus_one: Eigen's vectorised exp and std::exp may differ in the
-// last bit, so the reference taking this one would change its outputs (and every table built on them).
-template <typename Derived>
-Mat<typename Derived::Scalar> elu_plus_one_vectorised(const Eigen::MatrixBase<Derived>& x) {
-  using T = typename Derived::Scalar;
-  return (x.array().max(T(0)) + x.array().min(T(0)).exp()).matrix();
+void elu_plus_one(const Eigen::Ref<const Mat<T>>& x, Mat<T>& phi, Mat<T>* dphi) {
+  if (dphi == nullptr) {
+    phi = (x.array().max(T(0)) + x.array().min(T(0)).exp()).matrix();
+    return;
+  }
+  *dphi = x.array().min(T(0)).exp().matrix();
+  phi = (x.array().max(T(0)) + dphi->array()).matrix();
 }
 
 // Rows per block of the two fast linear kernels. A head of at most 2048 rows is one block: a block of all of a
@@ -89,49 +44,90 @@ Eigen::Index linear_block_rows(Eigen::Index n) {
 }  // namespace
 
 template <typename T>
-Mat<T> efficient_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+void elu_query_features(const Eigen::Ref<const Mat<T>>& x, Mat<T>& phi, Mat<T>* dphi) {
+  elu_plus_one(x, phi, dphi);
+  // Rows whose entries are all negative: exp(x - row max) (see the header).
+  const Vec<T> row_max = x.rowwise().maxCoeff();
+  for (Eigen::Index i = 0; i < x.rows(); ++i)
+    if (row_max(i) < T(0)) {
+      phi.row(i) = (x.row(i).array() - row_max(i)).exp().matrix();
+      if (dphi != nullptr) dphi->row(i) = phi.row(i);
+    }
+}
+
+template <typename T>
+void elu_key_features(const Eigen::Ref<const Mat<T>>& x, T largest, Mat<T>& phi, Mat<T>* dphi) {
+  if (!(largest < T(0))) {
+    elu_plus_one(x, phi, dphi);
+    return;
+  }
+  // All of K negative: exp(K - max K) (see the header).
+  phi = (x.array() - largest).exp().matrix();
+  if (dphi != nullptr) *dphi = phi;
+}
+
+template <typename T>
+Mat<T> efficient_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, EfficientAttentionPasses<T>* passes) {
   detail::check_attention_shapes("efficient_attention", q, k, v);
-  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); ctx_dv is (d, d_v); out is (n_q, d_v).
-  // pass 1: each query's features softmax-normalised (row softmax, stable by maximum subtraction).
-  const Mat<T> qr = softmax_of_rows(q);
-  // pass 2: each key feature softmax-normalised over positions (column softmax, same trick).
-  const Mat<T> kc = softmax_of_cols(k);
-  // pass 3: d global context vectors, one per key feature: ctx = softmax_col(K)^T V.
-  const Mat<T> ctx_dv = kc.transpose() * v;
+  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); qr_t is (d, n_q), kc (n_k, d), ctx (d, d_v); out (n_q, d_v).
+  EfficientAttentionPasses<T> local;
+  EfficientAttentionPasses<T>& p = passes != nullptr ? *passes : local;
+  // pass 1: each query's features softmax-normalised (core/softmax.hpp, the maximum subtracted); done on
+  // Q^T so that a query's d features are one contiguous column.
+  p.qr_t = q.transpose();
+  softmax_cols_inplace(p.qr_t);
+  // pass 2: each key feature softmax-normalised over the positions (a column softmax of K).
+  p.kc = k;
+  softmax_cols_inplace(p.kc);
+  // pass 3: d context vectors, one per key feature: ctx = softmax_col(K)^T V.
+  p.ctx.resize(k.cols(), v.cols());
+  p.ctx.noalias() = p.kc.transpose() * v;
   // pass 4: each query mixes the context vectors with its feature weights.
-  return qr * ctx_dv;
+  Mat<T> out(q.rows(), v.cols());
+  out.noalias() = p.qr_t.transpose() * p.ctx;
+  return out;
 }
 
 template <typename T>
 Mat<T> efficient_attention_matrix(const Mat<T>& q, const Mat<T>& k) {
   detail::check_attention_shapes("efficient_attention", q, k, k);
-  return softmax_of_rows(q) * softmax_of_cols(k).transpose();
+  Mat<T> qr_t = q.transpose(), kc = k;
+  softmax_cols_inplace(qr_t);
+  softmax_cols_inplace(kc);
+  return qr_t.transpose() * kc.transpose();
 }
 
 template <typename T>
-Mat<T> elu_linear_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v) {
+Mat<T> elu_linear_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, EluLinearPasses<T>* passes,
+                            bool derivatives) {
   detail::check_attention_shapes("elu_linear_attention", q, k, v);
-  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); kv_dv is (d, d_v), ksum_d is (d); out (n_q, d_v).
-  // pass 1: feature maps, rescaled where needed so no row of phi(Q) and not all of phi(K) underflows.
-  Mat<T> phi_q = elu_plus_one(q), phi_k = elu_plus_one(k);
-  rescale_negative_rows(phi_q, q);
-  rescale_negative_all(phi_k, k);
-  // pass 2: the key-value summary sum_j phi(k_j) v_j^T and the normaliser sum_j phi(k_j).
-  const Mat<T> kv_dv = phi_k.transpose() * v;
-  const Vec<T> ksum_d = phi_k.colwise().sum().transpose();
-  // pass 3: numerator and denominator per query; the denominator is > 0 because phi > 0 and the
-  // rescaling above leaves a term equal to 1 in every row of phi(Q) and somewhere in phi(K).
-  const Mat<T> num = phi_q * kv_dv;
-  const Vec<T> den = phi_q * ksum_d;
-  return den.cwiseInverse().asDiagonal() * num;
+  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); kv is (d, d_v), ksum (d), den (n_q); out (n_q, d_v).
+  EluLinearPasses<T> local;
+  EluLinearPasses<T>& p = passes != nullptr ? *passes : local;
+  // pass 1: feature maps (and their derivatives), rescaled where needed so that no row of phi(Q) and not
+  // all of phi(K) underflows.
+  elu_query_features<T>(q, p.phi_q, derivatives ? &p.dphi_q : nullptr);
+  elu_key_features<T>(k, k.maxCoeff(), p.phi_k, derivatives ? &p.dphi_k : nullptr);
+  // pass 2: the key-value summary phi(K)^T V and the normaliser phi(K)^T 1.
+  p.kv.resize(k.cols(), v.cols());
+  p.kv.noalias() = p.phi_k.transpose() * v;
+  p.ksum = p.phi_k.colwise().sum().transpose();
+  // pass 3: numerator over denominator per query; den > 0 because phi > 0 and the rescaling leaves a
+  // term equal to 1 in every row of phi(Q) and somewhere in phi(K).
+  Mat<T> out(q.rows(), v.cols());
+  out.noalias() = p.phi_q * p.kv;
+  p.den.resize(q.rows());
+  p.den.noalias() = p.phi_q * p.ksum;
+  out = p.den.cwiseInverse().asDiagonal() * out;
+  return out;
 }
 
 template <typename T>
 Mat<T> elu_linear_attention_matrix(const Mat<T>& q, const Mat<T>& k) {
   detail::check_attention_shapes("elu_linear_attention", q, k, k);
-  Mat<T> phi_q = elu_plus_one(q), phi_k = elu_plus_one(k);
-  rescale_negative_rows(phi_q, q);
-  rescale_negative_all(phi_k, k);
+  Mat<T> phi_q, phi_k;
+  elu_query_features<T>(q, phi_q);
+  elu_key_features<T>(k, k.maxCoeff(), phi_k);
   Mat<T> a = phi_q * phi_k.transpose();
   const Vec<T> row_sums = a.rowwise().sum();
   return row_sums.cwiseInverse().asDiagonal() * a;
@@ -185,7 +181,8 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   auto part = detail::summarise_key_blocks<T>(count, keys, [&](Eigen::Index h, Eigen::Index j0, Eigen::Index b) {
     const auto k_j = k[h].middleRows(j0, b);
     const T m = k_max.empty() ? k_j.maxCoeff() : k_max[static_cast<std::size_t>(h)];
-    const Mat<T> phi = m < T(0) ? Mat<T>((k_j.array() - m).exp().matrix()) : elu_plus_one_vectorised(k_j);
+    Mat<T> phi;
+    elu_key_features<T>(k_j, m, phi);
     Mat<T> s(phi.cols(), dv + 1);
     auto kv = s.leftCols(dv);
     broadcast_gemm_tn(kv, phi, strided_view(v[h].middleRows(j0, b)), false);
@@ -197,8 +194,8 @@ HeadStack<T> fast_elu_linear_attention(const HeadStack<T>& q, const HeadStack<T>
   auto out = HeadStack<T>::uninitialized(q.batch(), q.heads(), q.n(), dv);
   detail::answer_query_blocks(count, queries, [&](Eigen::Index h, Eigen::Index i0, Eigen::Index b) {
     const auto q_i = q[h].middleRows(i0, b);
-    Mat<T> phi = elu_plus_one_vectorised(q_i);
-    rescale_negative_rows(phi, q_i);  // rows whose entries are all negative: exp(x - row max)
+    Mat<T> phi;
+    elu_query_features<T>(q_i, phi);  // rows whose entries are all negative: exp(x - row max)
     Mat<T> nd(b, dv + 1);
     broadcast_gemm(nd, phi, strided_view(kvz[static_cast<std::size_t>(h)]), false);
     // One division per query, then products: b d_v divisions cost more than the products they replace.
@@ -244,9 +241,11 @@ HeadStack<T> fast_efficient_attention(const HeadStack<T>& q, const HeadStack<T>&
 }
 
 #define ATTNLAB_INSTANTIATE_LINEAR(T)                                                              \
-  template Mat<T> efficient_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&);               \
+  template Mat<T> efficient_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&, EfficientAttentionPasses<T>*); \
+  template void elu_query_features(const Eigen::Ref<const Mat<T>>&, Mat<T>&, Mat<T>*);            \
+  template void elu_key_features(const Eigen::Ref<const Mat<T>>&, T, Mat<T>&, Mat<T>*);           \
   template Mat<T> efficient_attention_matrix(const Mat<T>&, const Mat<T>&);                       \
-  template Mat<T> elu_linear_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&);              \
+  template Mat<T> elu_linear_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&, EluLinearPasses<T>*, bool); \
   template Mat<T> elu_linear_attention_matrix(const Mat<T>&, const Mat<T>&);                      \
   template Mat<T> unnormalised_attention_quadratic(const Mat<T>&, const Mat<T>&, const Mat<T>&);  \
   template Mat<T> unnormalised_attention_linear(const Mat<T>&, const Mat<T>&, const Mat<T>&);     \

@@ -12,22 +12,6 @@ std::string shape_text(const detail::TrainShape& s) {
   return "n = " + std::to_string(s.n) + ", d_k = " + std::to_string(s.d_k) + ", d_v = " + std::to_string(s.d_v);
 }
 
-// phi(x) = elu(x) + 1 = (x > 0 ? x + 1 : exp(x)) entrywise into phi, its derivative
-// (x > 0 ? 1 : exp(x)) into dphi. The same map as linear_attention.cpp's elu_plus_one.
-template <typename T>
-void elu_plus_one(const Mat<T>& x, Mat<T>& phi, Mat<T>& dphi) {
-  phi.resize(x.rows(), x.cols());
-  dphi.resize(x.rows(), x.cols());
-  for (Eigen::Index j = 0; j < x.cols(); ++j)
-    for (Eigen::Index i = 0; i < x.rows(); ++i) {
-      const T a = x(i, j);
-      const bool pos = a > T(0);
-      const T e = pos ? a + T(1) : std::exp(a);
-      phi(i, j) = e;
-      dphi(i, j) = pos ? T(1) : e;
-    }
-}
-
 }  // namespace
 
 template <typename T>
@@ -43,38 +27,9 @@ void EluLinearTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
   // q, k are (n, d_k), v is (n, d_v); kv is (d_k, d_v), ksum (d_k), den (n); out is (n, d_v).
   std::unique_ptr<EluLinearTape<T>> local;
   auto* t = &detail::reuse_tape(tape, local);
-  // pass 1: feature maps and their derivatives.
-  elu_plus_one(q, t->phi_q, t->dphi_q);
-  elu_plus_one(k, t->phi_k, t->dphi_k);
-  // pass 2: the underflow rescaling of elu_linear_attention(). The output does not change when a
-  // row of phi(Q), or all of phi(K), is multiplied by a positive number (it appears in numerator
-  // and denominator). exp() underflows to 0 below -745 in double (-104 in float), so a row of Q, or
-  // all of K, of very negative entries would give 0 / 0: where the largest entry m of such a block
-  // is negative, every entry is negative and phi = exp(x) there, so we use exp(x - m) = phi / phi(m),
-  // whose largest term is exactly 1. The derivative is then exp(x - m) too: m is treated as a
-  // constant, which is exact because the output is invariant to the scale it changes.
-  const Vec<T> row_max = q.rowwise().maxCoeff();
-  for (Eigen::Index i = 0; i < q.rows(); ++i)
-    if (row_max(i) < T(0)) {
-      t->phi_q.row(i) = (q.row(i).array() - row_max(i)).exp().matrix();
-      t->dphi_q.row(i) = t->phi_q.row(i);
-    }
-  const T k_max = k.maxCoeff();
-  if (k_max < T(0)) {
-    t->phi_k = (k.array() - k_max).exp().matrix();
-    t->dphi_k = t->phi_k;
-  }
-  // pass 3: the key-value summary phi(K)^T V and the normaliser phi(K)^T 1.
-  t->kv.resize(k.cols(), v.cols());
-  t->kv.noalias() = t->phi_k.transpose() * v;
-  t->ksum = t->phi_k.colwise().sum().transpose();
-  // pass 4: numerator over denominator per query; den > 0 (phi > 0, and the rescaling leaves a
-  // term equal to 1 in every row of phi(Q) and somewhere in phi(K)).
-  out.resize(q.rows(), v.cols());
-  out.noalias() = t->phi_q * t->kv;
-  t->den.resize(q.rows());
-  t->den.noalias() = t->phi_q * t->ksum;
-  out = t->den.cwiseInverse().asDiagonal() * out;
+  // passes 1-3: the library's elu linear attention (features with their derivatives, the underflow
+  // rescaling, the key-value summary, numerator over denominator), kept for the backward.
+  out = elu_linear_attention(q, k, v, t, true);
   if (tape != nullptr) {
     t->v = v;
     t->out = out;
@@ -121,19 +76,9 @@ void ShenLinearTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T
   // q, k are (n, d_k), v is (n, d_v); qr_t is (d_k, n), kc (n, d_k), ctx (d_k, d_v); out is (n, d_v).
   std::unique_ptr<ShenLinearTape<T>> local;
   auto* t = &detail::reuse_tape(tape, local);
-  // pass 1: each query's features softmax-normalised; done on Q^T so that a query's d_k features
-  // are one contiguous column (max-subtracted: see softmax_cols_inplace).
-  t->qr_t = q.transpose();
-  detail::softmax_cols_inplace(t->qr_t);
-  // pass 2: each key feature softmax-normalised over the positions (a column softmax of K).
-  t->kc = k;
-  detail::softmax_cols_inplace(t->kc);
-  // pass 3: d_k context vectors, ctx = softmax_col(K)^T V.
-  t->ctx.resize(k.cols(), v.cols());
-  t->ctx.noalias() = t->kc.transpose() * v;
-  // pass 4: each query mixes the context vectors with its feature weights.
-  out.resize(q.rows(), v.cols());
-  out.noalias() = t->qr_t.transpose() * t->ctx;
+  // passes 1-4: the library's efficient attention (the two softmaxes, the context, the mix), kept for the
+  // backward.
+  out = efficient_attention(q, k, v, t);
   if (tape != nullptr) {
     t->v = v;
   }
@@ -151,7 +96,7 @@ void ShenLinearTrain<T>::backward(Eigen::Index head, const AttentionTape& tape, 
   Mat<T> dctx(t.ctx.rows(), t.ctx.cols());
   dctx.noalias() = t.qr_t * d_out;
   // pass 2: through the feature softmax of each query (columns of qr_t).
-  detail::softmax_cols_backward_inplace(t.qr_t, dqr_t);
+  softmax_cols_backward_inplace(t.qr_t, dqr_t);
   d_q = dqr_t.transpose();
   // pass 3: ctx = kc^T V: d kc = V dctx^T (n, d_k), dV = kc dctx.
   d_v.resize(t.v.rows(), t.v.cols());
@@ -159,7 +104,7 @@ void ShenLinearTrain<T>::backward(Eigen::Index head, const AttentionTape& tape, 
   d_k.resize(t.kc.rows(), t.kc.cols());
   d_k.noalias() = t.v * dctx.transpose();
   // pass 4: through the position softmax of each key feature (columns of kc).
-  detail::softmax_cols_backward_inplace(t.kc, d_k);
+  softmax_cols_backward_inplace(t.kc, d_k);
 }
 
 template class EluLinearTrain<float>;

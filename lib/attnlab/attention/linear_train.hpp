@@ -6,21 +6,17 @@
 #include <string>
 
 #include "attnlab/attention/common_train.hpp"
+#include "attnlab/attention/linear_attention.hpp"
 #include "attnlab/attention/trainable.hpp"
 
 namespace attnlab {
 
-// What linear-elu's backward needs. phi_q and phi_k are the feature maps as the forward used them
-// (rescaled where it rescaled); dphi_q and dphi_k their entrywise derivatives.
+// What linear-elu's backward needs: the forward's passes (elu_linear_attention() in linear_attention.hpp,
+// with the features' derivatives: 1 where x > 0, else phi), the values and the output.
 template <typename T>
-struct EluLinearTape : AttentionTape {
-  Mat<T> v;                // n x d_v
-  Mat<T> phi_q, phi_k;     // n x d_k
-  Mat<T> dphi_q, dphi_k;   // n x d_k: 1 where x > 0, else phi (see forward)
-  Mat<T> kv;               // d_k x d_v: phi(K)^T V
-  Vec<T> ksum;             // d_k: phi(K)^T 1
-  Vec<T> den;              // n: phi(Q) ksum
-  Mat<T> out;              // n x d_v
+struct EluLinearTape : AttentionTape, EluLinearPasses<T> {
+  Mat<T> v;    // n x d_v
+  Mat<T> out;  // n x d_v
 };
 
 // out_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / (phi(q_i)^T sum_j phi(k_j)), phi(x) = elu(x) + 1, no
@@ -40,13 +36,11 @@ class EluLinearTrain final : public TrainableAttention<T> {
   detail::TrainShape shape_;
 };
 
-// What linear-shen's backward needs: the two softmaxes and the context.
+// What linear-shen's backward needs: the forward's passes (efficient_attention() in linear_attention.hpp:
+// the two softmaxes and the context) and the values.
 template <typename T>
-struct ShenLinearTape : AttentionTape {
-  Mat<T> v;      // n x d_v
-  Mat<T> qr_t;   // d_k x n: softmax over the features of each query, stored transposed
-  Mat<T> kc;     // n x d_k: softmax over the positions of each key feature
-  Mat<T> ctx;    // d_k x d_v: kc^T V
+struct ShenLinearTape : AttentionTape, EfficientAttentionPasses<T> {
+  Mat<T> v;  // n x d_v
 };
 
 // out = softmax_row(Q) (softmax_col(K)^T V), no scale (Shen et al. 2018; efficient_attention() in

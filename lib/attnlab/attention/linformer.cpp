@@ -149,18 +149,6 @@ Mat<T> linformer_reference_attention(const Mat<T>& q, const Mat<T>& k, const Mat
   return out;
 }
 
-LinformerCost linformer_cost(Eigen::Index n, Eigen::Index d, Eigen::Index dv, Eigen::Index k,
-                             std::size_t scalar_bytes) {
-  const double N = static_cast<double>(n), D = static_cast<double>(d), DV = static_cast<double>(dv),
-               K = static_cast<double>(k), B = static_cast<double>(scalar_bytes);
-  LinformerCost c;
-  c.multiply_adds = K * N * D + K * N * DV + N * K * D + N * K * DV;
-  c.exponentials = N * K;
-  c.workspace_bytes = B * (K * D + K * DV + N * K + N * DV);
-  c.input_bytes = B * (2 * N * D + N * DV + 2 * K * N);
-  return c;
-}
-
 BestRankAttention::BestRankAttention(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v) {
   const Mat<double> p = softmax_attention_matrix(q, k);
   Eigen::BDCSVD<Mat<double>> svd(p, Eigen::ComputeFullU | Eigen::ComputeFullV);

@@ -63,7 +63,7 @@ HeadStack<T> linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, c
 
 // The fast kernel of linformer_attention() on every head with the shared projections E, F (kp x n):
 // the three passes of fast_passes.hpp, in parallel over (head, block) pairs; checked against the
-// reference in verify/fast_attention_checks.cpp.
+// reference in verify/test_fast_attention.cpp.
 template <typename T>
 HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                                       const LinformerProjections<T>& proj);
@@ -75,15 +75,8 @@ HeadStack<T> fast_linformer_attention(const HeadStack<T>& q, const HeadStack<T>&
 template <typename T>
 Mat<T> linformer_reference_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v);
 
-// Multiply-adds and memory of one head of linformer_attention, from the shapes alone.
-struct LinformerCost {
-  double multiply_adds = 0;    // k n d + k n dv + n k d + n k dv
-  double exponentials = 0;     // n k
-  double workspace_bytes = 0;  // buffers the kernel allocates: E K, F V, the n x k scores, the output
-  double input_bytes = 0;      // Q, K, V and E, F
-};
-LinformerCost linformer_cost(Eigen::Index n, Eigen::Index d, Eigen::Index dv, Eigen::Index k,
-                             std::size_t scalar_bytes);
+// Multiply-adds and memory of one head of linformer_attention, from the shapes alone: linformer_cost() in
+// attention_cost.hpp, with every other method's count.
 
 // The best rank-r approximation P_r of the attention matrix (Eckart-Young, from the SVD
 // of P): the reference for what any rank-r P~, hence any projection to r rows, could reach.

@@ -50,8 +50,8 @@ void LinformerTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>
   t->pt.resize(e_.rows(), q.rows());
   t->pt.noalias() = t->ek * q.transpose();
   t->pt *= scale;
-  // pass 3: softmax over the kp projected positions (max-subtracted: see softmax_cols_inplace).
-  detail::softmax_cols_inplace(t->pt);
+  // pass 3: softmax over the kp projected positions (core/softmax.hpp, max-subtracted).
+  softmax_cols_inplace(t->pt);
   // pass 4: out = P (F V).
   out.resize(q.rows(), v.cols());
   out.noalias() = t->pt.transpose() * t->fv;
@@ -82,7 +82,7 @@ void LinformerTrain<T>::backward(Eigen::Index head, const AttentionTape& tape, c
   Mat<T> dst(t.pt.rows(), t.pt.cols());
   dst.noalias() = t.fv * d_out.transpose();
   // pass 2: through the softmax, column by column: dS^T.
-  detail::softmax_cols_backward_inplace(t.pt, dst);
+  softmax_cols_backward_inplace(t.pt, dst);
   // pass 3: S^T = (E K) Q^T / sqrt(d_k): dQ = dS (E K) / sqrt(d_k), d(EK) = dS^T Q / sqrt(d_k).
   d_q.resize(t.q.rows(), t.q.cols());
   d_q.noalias() = dst.transpose() * t.ek;

@@ -58,7 +58,7 @@ HeadStack<T> nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k, con
 // The fast kernel of nystrom_attention() on every head with `landmarks` segment-mean landmarks and
 // Nystromformer's iterative pseudoinverse (kNystromformerPinvIterations steps, PinvInit::per_matrix):
 // the reference's default options. The three passes of fast_passes.hpp, in parallel over (head, block)
-// pairs; checked against the reference in verify/fast_attention_checks.cpp.
+// pairs; checked against the reference in verify/test_fast_attention.cpp.
 template <typename T>
 HeadStack<T> fast_nystrom_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                                     Eigen::Index landmarks);

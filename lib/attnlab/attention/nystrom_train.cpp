@@ -63,44 +63,37 @@ void NystromTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& 
   // pass 1: landmarks by segment means.
   t->q_l = segment_means(q, m);
   t->k_l = segment_means(k, m);
-  // pass 2: the three kernels, each a softmax along its rows (columns of the transposes), max-
-  // subtracted (see softmax_cols_inplace).
+  // pass 2: the three kernels, each a softmax along its rows (columns of the transposes, core's column
+  // softmax, the maximum subtracted).
   t->f_t.resize(m, q.rows());
   t->f_t.noalias() = t->k_l * q.transpose();
   t->f_t *= scale;
-  detail::softmax_cols_inplace(t->f_t);
+  softmax_cols_inplace(t->f_t);
   t->a_t.resize(m, m);
   t->a_t.noalias() = t->k_l * t->q_l.transpose();
   t->a_t *= scale;
-  detail::softmax_cols_inplace(t->a_t);
+  softmax_cols_inplace(t->a_t);
   t->b_t.resize(k.rows(), m);
   t->b_t.noalias() = k * t->q_l.transpose();
   t->b_t *= scale;
-  detail::softmax_cols_inplace(t->b_t);
-  // pass 3: Z_0 = alpha A^T with alpha = 1 / (||A||_1 ||A||_inf) (PinvInit::per_matrix, computed in
-  // double as pinv_initial_scale() does): A Z_0 = alpha A A^T then has its eigenvalues in (0, 1],
-  // where the iteration converges. ||A||_1 is A's largest column sum, a row sum of A^T.
+  softmax_cols_inplace(t->b_t);
+  // pass 3: Z_0 = alpha A^T with alpha = 1 / (||A||_1 ||A||_inf) (PinvInit::per_matrix, the library's
+  // per_matrix_pinv_scale, which also says where the two norms are attained, for the backward):
+  // A Z_0 = alpha A A^T then has its eigenvalues in (0, 1], where the iteration converges.
   const Mat<T> a = t->a_t.transpose();
-  const Vec<T> col_sums = t->a_t.cwiseAbs().rowwise().sum();
-  const Vec<T> row_sums = t->a_t.cwiseAbs().colwise().sum().transpose();
-  const double norm_one = static_cast<double>(col_sums.maxCoeff(&t->argmax_col));
-  const double norm_inf = static_cast<double>(row_sums.maxCoeff(&t->argmax_row));
-  const double denom = norm_one * norm_inf;
-  t->alpha = static_cast<T>(denom > 0 ? 1.0 / denom : 0.0);
+  const PinvScale alpha = per_matrix_pinv_scale(a);
+  t->alpha = static_cast<T>(alpha.alpha);
+  t->argmax_col = alpha.argmax_col;
+  t->argmax_row = alpha.argmax_row;
   t->z.resize(static_cast<std::size_t>(iterations_) + 1);
-  t->az.resize(static_cast<std::size_t>(iterations_));
-  t->inner.resize(static_cast<std::size_t>(iterations_));
-  t->outer.resize(static_cast<std::size_t>(iterations_));
+  t->steps.resize(static_cast<std::size_t>(iterations_));
   t->z[0] = t->alpha * t->a_t;
-  // pass 4: Z_{s+1} = 1/4 Z_s (13 I - AZ_s (15 I - AZ_s (7 I - AZ_s))), as iterative_pinv_step()
-  // evaluates it (Horner form), keeping AZ_s and both brackets for the backward.
-  const Mat<T> eye = Mat<T>::Identity(m, m);
+  // pass 4: Z_{s+1} = 1/4 Z_s (13 I - AZ_s (15 I - AZ_s (7 I - AZ_s))), the library's step, keeping AZ_s
+  // and both brackets for the backward.
   for (int s = 0; s < iterations_; ++s) {
     const auto u = static_cast<std::size_t>(s);
-    t->az[u].noalias() = a * t->z[u];
-    t->inner[u] = T(15) * eye - t->az[u] * (T(7) * eye - t->az[u]);
-    t->outer[u] = T(13) * eye - t->az[u] * t->inner[u];
-    t->z[u + 1] = (T(0.25) * t->z[u]) * t->outer[u];
+    t->z[u + 1] = t->z[u];
+    iterative_pinv_step(a, t->z[u + 1], &t->steps[u]);
   }
   // pass 5: right to left, F (Z (B V)): (m, d_v), (m, d_v), (n, d_v); no n x n matrix.
   t->bv.resize(m, v.cols());
@@ -148,10 +141,11 @@ void NystromTrain<T>::backward(Eigen::Index head, const AttentionTape& tape, con
   Mat<T> dz_prev(m, m), douter(m, m), dy(m, m), dinner(m, m), di1(m, m), i1(m, m);
   for (int s = iterations_ - 1; s >= 0; --s) {
     const auto u = static_cast<std::size_t>(s);
-    const Mat<T>& y = t.az[u];
-    dz_prev.noalias() = T(0.25) * dz * t.outer[u].transpose();
+    const PinvStepTerms<T>& step = t.steps[u];
+    const Mat<T>& y = step.az;
+    dz_prev.noalias() = T(0.25) * dz * step.outer.transpose();
     douter.noalias() = T(0.25) * t.z[u].transpose() * dz;
-    dy.noalias() = -douter * t.inner[u].transpose();
+    dy.noalias() = -douter * step.inner.transpose();
     dinner.noalias() = -y.transpose() * douter;
     i1 = T(7) * eye - y;
     dy.noalias() -= dinner * i1.transpose();
@@ -176,9 +170,9 @@ void NystromTrain<T>::backward(Eigen::Index head, const AttentionTape& tape, con
   }
   // pass 5: through the three softmaxes (columns of the transposes): dS^T for A, F, B.
   Mat<T> dat = da.transpose();
-  detail::softmax_cols_backward_inplace(t.a_t, dat);
-  detail::softmax_cols_backward_inplace(t.f_t, dft);
-  detail::softmax_cols_backward_inplace(t.b_t, dbt);
+  softmax_cols_backward_inplace(t.a_t, dat);
+  softmax_cols_backward_inplace(t.f_t, dft);
+  softmax_cols_backward_inplace(t.b_t, dbt);
   // pass 6: S_A^T = c K~ Q~^T, S_F^T = c K~ Q^T, S_B^T = c K Q~^T (c = 1 / sqrt(d_k)).
   Mat<T> dq_l(m, t.q.cols()), dk_l(m, t.k.cols());
   dq_l.noalias() = dat.transpose() * t.k_l;

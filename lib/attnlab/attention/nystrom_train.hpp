@@ -8,6 +8,7 @@
 
 #include "attnlab/attention/common_train.hpp"
 #include "attnlab/attention/trainable.hpp"
+#include "attnlab/linalg/iterative_pinv.hpp"
 
 namespace attnlab {
 
@@ -21,10 +22,8 @@ struct NystromTape : AttentionTape {
   Mat<T> b_t;            // n x m: B^T, B = softmax(Q~ K^T / sqrt(d_k))
   T alpha = 0;           // Z_0 = alpha A^T
   Eigen::Index argmax_col = 0, argmax_row = 0;  // where ||A||_1 and ||A||_inf are attained
-  std::vector<Mat<T>> z;      // iterations + 1 iterates Z_0 .. Z_t (m x m)
-  std::vector<Mat<T>> az;     // A Z_s for s < t
-  std::vector<Mat<T>> inner;  // 15 I - A Z_s (7 I - A Z_s)
-  std::vector<Mat<T>> outer;  // 13 I - A Z_s inner_s
+  std::vector<Mat<T>> z;                 // iterations + 1 iterates Z_0 .. Z_t (m x m)
+  std::vector<PinvStepTerms<T>> steps;  // step s's A Z_s, inner_s, outer_s (iterative_pinv_step), s < t
   Mat<T> bv;             // m x d_v: B V
   Mat<T> zbv;            // m x d_v: Z B V
 };

@@ -8,6 +8,7 @@
 
 #include "attnlab/core/attention_check.hpp"
 #include "attnlab/core/head_stack_map.hpp"
+#include "attnlab/core/softmax.hpp"
 
 namespace attnlab {
 
@@ -52,15 +53,23 @@ RandomFeatureDraw draw_favor_features(Eigen::Index d, Eigen::Index D, bool ortho
 }
 
 template <typename T>
+void fourier_features(const Mat<T>& x, const Mat<T>& w, Mat<T>& phi) {
+  // x is (n, d), w is (D, d); phi is (n, 2D): the projections x w^T go into its left half first, then
+  // their cosines into the right half and, in place, their sines into the left.
+  const Eigen::Index D = w.rows();
+  const T c = std::sqrt(T(1) / static_cast<T>(D));
+  phi.resize(x.rows(), 2 * D);
+  auto proj = phi.leftCols(D);
+  proj.noalias() = x * w.transpose();
+  phi.rightCols(D) = c * proj.array().cos().matrix();
+  proj = c * proj.array().sin().matrix();
+}
+
+template <typename T>
 Mat<T> fourier_features(const Mat<T>& x, const RandomFeatureDraw& draw) {
   check_draw_matches("fourier_features", draw, x.cols());
-  // x is (n, d), w is (D, d); proj is (n, D); phi is (n, 2D).
-  const Eigen::Index D = draw.features();
-  const Mat<T> proj = x * draw.w.cast<T>().transpose();
-  Mat<T> phi(x.rows(), 2 * D);
-  const T c = std::sqrt(T(1) / static_cast<T>(D));
-  phi.leftCols(D) = c * proj.array().sin().matrix();
-  phi.rightCols(D) = c * proj.array().cos().matrix();
+  Mat<T> phi;
+  fourier_features<T>(x, draw.w.cast<T>(), phi);
   return phi;
 }
 
@@ -75,6 +84,35 @@ Mat<T> favor_features(const Mat<T>& x, const RandomFeatureDraw& draw) {
 }
 
 template <typename T>
+Mat<T> random_fourier_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& w, T temperature,
+                                RandomFourierPasses<T>* passes) {
+  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); w is (D, d); phi_* are (n, 2D); ctx is (2D, d_v).
+  RandomFourierPasses<T> local;
+  RandomFourierPasses<T>& p = passes != nullptr ? *passes : local;
+  // pass 1: features of queries and keys, sqrt(1/D) [sin(x W^T), cos(x W^T)].
+  fourier_features(q, w, p.phi_q);
+  fourier_features(k, w, p.phi_k);
+  // pass 2: each key's factor exp(|k_j|^2 / 2 tau), relative to the largest. The queries' factors
+  // exp(|q_i|^2 / 2 tau) multiply numerator and denominator alike and cancel, so they are never
+  // formed; the keys' maximum is one constant for all keys, which cancels too and keeps every
+  // factor <= 1 (no overflow). Both cancel exactly, so their gradients are exactly zero.
+  const Vec<T> sq = k.rowwise().squaredNorm();
+  p.b = ((sq.array() - sq.maxCoeff()) / (T(2) * temperature)).exp().matrix();
+  p.phi_kb = p.b.asDiagonal() * p.phi_k;
+  // pass 3: the key-value summary sum_j b_j phi(k_j) v_j^T and the normaliser sum_j b_j phi(k_j).
+  p.ctx.resize(p.phi_kb.cols(), v.cols());
+  p.ctx.noalias() = p.phi_kb.transpose() * v;
+  p.z = p.phi_kb.colwise().sum().transpose();
+  // pass 4: numerator over the (signed) denominator per query.
+  Mat<T> out(q.rows(), v.cols());
+  out.noalias() = p.phi_q * p.ctx;
+  p.den.resize(q.rows());
+  p.den.noalias() = p.phi_q * p.z;
+  out = p.den.cwiseInverse().asDiagonal() * out;
+  return out;
+}
+
+template <typename T>
 Mat<T> random_fourier_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const RandomFeatureDraw& draw,
                                 double temperature) {
   detail::check_attention_shapes("random_fourier_attention", q, k, v);
@@ -82,67 +120,58 @@ Mat<T> random_fourier_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& 
   if (!(temperature > 0) || !std::isfinite(temperature))
     throw std::invalid_argument("random_fourier_attention: temperature (= " + std::to_string(temperature) +
                                 ") must be positive and finite");
-  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); phi_q, phi_k are (n, 2D); ctx is (2D, d_v).
-  // pass 1: features of queries and keys.
-  const Mat<T> phi_q = fourier_features(q, draw);
-  Mat<T> phi_k = fourier_features(k, draw);
-  // pass 2: each key's factor exp(||k_j||^2 / 2 tau). The query's factor exp(||q_i||^2 / 2 tau)
-  // multiplies numerator and denominator alike and cancels, so it is never formed; the keys'
-  // factors are taken relative to the largest, exp((||k_j||^2 - max) / 2 tau) <= 1, which
-  // also cancels and keeps them from overflowing.
-  const Vec<T> sq = k.rowwise().squaredNorm();
-  const T tau2 = static_cast<T>(2 * temperature);
-  const Vec<T> b_k = ((sq.array() - sq.maxCoeff()) / tau2).exp().matrix();
-  phi_k = b_k.asDiagonal() * phi_k;
-  // pass 3: the key-value summary sum_j b_j phi(k_j) v_j^T and the normaliser sum_j b_j phi(k_j).
-  const Mat<T> ctx = phi_k.transpose() * v;
-  const Vec<T> z = phi_k.colwise().sum().transpose();
-  // pass 4: numerator over denominator per query.
-  const Mat<T> num = phi_q * ctx;
-  const Vec<T> den = phi_q * z;
-  return den.cwiseInverse().asDiagonal() * num;
+  return random_fourier_attention<T>(q, k, v, draw.w.cast<T>(), static_cast<T>(temperature));
+}
+
+template <typename T>
+Mat<T> favor_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& w, FavorPasses<T>* passes) {
+  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); w is (D, d); a, r are (n_k, D); mean_v (D, d_v); w_t (D, n_q).
+  FavorPasses<T> local;
+  FavorPasses<T>& p = passes != nullptr ? *passes : local;
+  const Eigen::Index D = w.rows();
+  const T s = T(1) / std::sqrt(std::sqrt(static_cast<T>(q.cols())));  // d^(-1/4) on each side
+  // pass 1: key exponents a = y W^T - |y|^2 / 2.
+  p.yk = s * k;
+  Mat<T> a(k.rows(), D);
+  a.noalias() = p.yk * w.transpose();
+  a.colwise() -= p.yk.rowwise().squaredNorm() / T(2);
+  // pass 2: key features relative to their overall maximum, exp(a - max) <= 1: one constant for all
+  // keys, which cancels between numerator and denominator, so its gradient is exactly zero. ksum_r =
+  // sum_j exp(a_jr - max) has an entry >= 1 (the maximal term); r_jr = exp(a_jr - max) / ksum_r is the
+  // softmax over the keys of feature r, and log ksum_r is LSE_r up to the constant. Features no key
+  // reaches (ksum_r = 0 after underflow) carry no weight: log ksum_r = -inf, and r is 0 there.
+  p.r = (a.array() - a.maxCoeff()).exp().matrix();
+  const Vec<T> ksum = p.r.colwise().sum().transpose();
+  Vec<T> log_ksum(D);
+  for (Eigen::Index r = 0; r < D; ++r) {
+    const bool reached = ksum(r) > T(0);
+    log_ksum(r) = reached ? std::log(ksum(r)) : -std::numeric_limits<T>::infinity();
+    if (reached)
+      p.r.col(r) *= T(1) / ksum(r);
+    else
+      p.r.col(r).setZero();
+  }
+  // pass 3: the mean value of each feature, mean_v = r^T V.
+  p.mean_v.resize(D, v.cols());
+  p.mean_v.noalias() = p.r.transpose() * v;
+  // pass 4: query weights softmax_r(b_ir + log ksum_r), one column per query (core's column softmax,
+  // shifted by each column's maximum). Never exp(b_ir) alone: it overflows where ksum_r is tiny (NaN =
+  // inf * 0 in float at logits of 1e4).
+  p.w_t.resize(D, q.rows());
+  p.w_t.noalias() = w * (s * q).transpose();
+  p.w_t.colwise() += log_ksum;
+  softmax_cols_inplace(p.w_t);
+  // pass 5: out_i = sum_r weight_ir mean_v_r.
+  Mat<T> out(q.rows(), v.cols());
+  out.noalias() = p.w_t.transpose() * p.mean_v;
+  return out;
 }
 
 template <typename T>
 Mat<T> favor_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const RandomFeatureDraw& draw) {
   detail::check_attention_shapes("favor_attention", q, k, v);
   check_draw_matches("favor_attention", draw, q.cols());
-  // q is (n_q, d), k is (n_k, d), v is (n_k, d_v); a_q is (n_q, D), a_k is (n_k, D); ctx is (D, d_v).
-  const Mat<T> w = draw.w.cast<T>();
-  const T s = T(1) / std::sqrt(std::sqrt(static_cast<T>(q.cols())));  // d^(-1/4) on each side
-  // pass 1: exponents w_r.y - ||y||^2/2 of the key features.
-  Mat<T> a_k = (s * k) * w.transpose();
-  a_k.colwise() -= (s * k).rowwise().squaredNorm() / T(2);
-  // pass 2: key features relative to their overall maximum: one constant for all keys,
-  // which cancels between numerator and denominator and keeps every exp() <= 1.
-  const Mat<T> phi_k = (a_k.array() - a_k.maxCoeff()).exp().matrix();
-  const Mat<T> ctx = phi_k.transpose() * v;
-  const Vec<T> ksum = phi_k.colwise().sum().transpose();  // has an entry >= 1: the maximal term
-  // pass 3: query exponents. exp(-||x||^2/2) and 1/sqrt(D) are per-query constants and cancel.
-  // phi(q_i)_r enters only as phi(q_i)_r ksum_r = exp(a_ir + log ksum_r) times the mean value
-  // ctx_r / ksum_r of feature r, so we exponentiate a_ir + log ksum_r, shifted by its row maximum:
-  // every exp() is then <= 1 with a term equal to 1 (the denominator never underflows to 0, even
-  // when queries and keys peak on different features, as logits of 1e4 make them). exp(a_ir) alone
-  // overflows where ksum_r is tiny (issue 6: NaN = inf * 0 in float at logits of 1e4). Features no
-  // key reaches (ksum_r = 0 after underflow) carry no weight: log ksum_r = -inf, exp() gives 0.
-  Mat<T> a_q = (s * q) * w.transpose();
-  Mat<T> mean_v(ctx.rows(), ctx.cols());
-  Vec<T> log_ksum(ksum.size());
-  for (Eigen::Index r = 0; r < ksum.size(); ++r) {
-    const bool reached = ksum(r) > T(0);
-    log_ksum(r) = reached ? std::log(ksum(r)) : -std::numeric_limits<T>::infinity();
-    if (reached)
-      mean_v.row(r) = ctx.row(r) / ksum(r);
-    else
-      mean_v.row(r).setZero();
-  }
-  a_q.rowwise() += log_ksum.transpose();
-  for (Eigen::Index i = 0; i < a_q.rows(); ++i) a_q.row(i).array() -= a_q.row(i).maxCoeff();
-  const Mat<T> phi_q = a_q.array().exp().matrix();
-  // pass 4: numerator over the (positive) denominator.
-  const Mat<T> num = phi_q * mean_v;
-  const Vec<T> den = phi_q.rowwise().sum();
-  return den.cwiseInverse().asDiagonal() * num;
+  return favor_attention<T>(q, k, v, draw.w.cast<T>());
 }
 
 template <typename T>
@@ -163,6 +192,10 @@ HeadStack<T> favor_attention(const HeadStack<T>& q, const HeadStack<T>& k, const
 
 #define ATTNLAB_INSTANTIATE_RF(T)                                                                                   \
   template Mat<T> fourier_features(const Mat<T>&, const RandomFeatureDraw&);                                       \
+  template void fourier_features(const Mat<T>&, const Mat<T>&, Mat<T>&);                                           \
+  template Mat<T> random_fourier_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&, const Mat<T>&, T,         \
+                                           RandomFourierPasses<T>*);                                             \
+  template Mat<T> favor_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&, const Mat<T>&, FavorPasses<T>*);   \
   template Mat<T> favor_features(const Mat<T>&, const RandomFeatureDraw&);                                         \
   template Mat<T> random_fourier_attention(const Mat<T>&, const Mat<T>&, const Mat<T>&, const RandomFeatureDraw&, \
                                            double);                                                              \

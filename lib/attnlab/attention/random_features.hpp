@@ -34,6 +34,10 @@ RandomFeatureDraw draw_favor_features(Eigen::Index d, Eigen::Index D, bool ortho
 // (n x d): n x 2D. phi(x).phi(y) is an unbiased estimate of exp(-stddev^2 ||x - y||^2 / 2).
 template <typename T>
 Mat<T> fourier_features(const Mat<T>& x, const RandomFeatureDraw& draw);
+// The same map with the directions given in T (w: D x d), written into phi (resized here): the one
+// implementation of the features, which the attention below and the trainable random-fourier call.
+template <typename T>
+void fourier_features(const Mat<T>& x, const Mat<T>& w, Mat<T>& phi);
 
 // Performer's positive features phi+(x) = exp(w_r.x - ||x||^2 / 2) / sqrt(D), n x D, without
 // any rescaling: phi+(x).phi+(y) is an unbiased estimate of exp(x.y). For estimator checks; the
@@ -51,10 +55,50 @@ template <typename T>
 Mat<T> random_fourier_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const RandomFeatureDraw& draw,
                                 double temperature);
 
+// What random Fourier attention's passes produce on the way (the trainable random-fourier keeps it for its
+// backward); D features, 2D columns of sin and cos.
+template <typename T>
+struct RandomFourierPasses {
+  Mat<T> phi_q;   // n_q x 2D: sqrt(1/D) [sin(q W^T), cos(q W^T)]
+  Mat<T> phi_k;   // n_k x 2D: the same for k, before the key factors
+  Vec<T> b;       // n_k: the key factors exp((|k_j|^2 - max) / 2 tau)
+  Mat<T> phi_kb;  // n_k x 2D: diag(b) phi_k
+  Mat<T> ctx;     // 2D x d_v: phi_kb^T V
+  Vec<T> z;       // 2D: phi_kb^T 1
+  Vec<T> den;     // n_q: phi_q z (signed)
+};
+
+// The same with the directions w (D x d) in T and tau = `temperature` (positive; unchecked), keeping the
+// passes in *passes when given (every buffer resized): the forward of random Fourier attention, written once.
+template <typename T>
+Mat<T> random_fourier_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& w, T temperature,
+                                RandomFourierPasses<T>* passes = nullptr);
+
 // Performer's FAVOR+ estimate of softmax(Q K^T / sqrt(d)) V with positive features of `draw`
 // (whose dim() must be d): inputs scaled by d^(-1/4) so that exp(x.y) = exp(q.k / sqrt(d)).
 template <typename T>
 Mat<T> favor_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const RandomFeatureDraw& draw);
+
+// What FAVOR+'s passes produce on the way (the trainable favor keeps it for its backward); D features.
+template <typename T>
+struct FavorPasses {
+  Mat<T> yk;      // n_k x d: d^(-1/4) k
+  Mat<T> r;       // n_k x D: the key features normalised over the keys (0 for features no key reaches)
+  Mat<T> mean_v;  // D x d_v: r^T V, the mean value of each feature
+  Mat<T> w_t;     // D x n_q: column i is query i's normalised weights over the features
+};
+
+// The same with the directions w (D x d) in T, keeping the passes in *passes when given (every buffer
+// resized): the forward of FAVOR+, written once. Written as two softmaxes, so that no exp() overflows and no denominator
+// underflows whatever the logits: with a_jr = w_r . y_j - |y_j|^2 / 2 (y = d^(-1/4) k) and
+// b_ir = w_r . d^(-1/4) q_i,
+//   out_i = sum_r exp(b_ir) sum_j exp(a_jr) v_j / sum_r exp(b_ir) sum_j exp(a_jr)
+//         = sum_r softmax_r(b_ir + LSE_r) mean_v_r,  LSE_r = log sum_j exp(a_jr) (FAVOR's log-sum),
+//   mean_v_r = sum_j softmax_j(a_jr) v_j  (a softmax over the keys, per feature).
+// The queries' exp(-|x|^2 / 2) and 1/sqrt(D) are per-query constants and cancel; they are never formed.
+template <typename T>
+Mat<T> favor_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const Mat<T>& w,
+                       FavorPasses<T>* passes = nullptr);
 
 template <typename T>
 HeadStack<T> random_fourier_attention(const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,

@@ -77,39 +77,10 @@ void RandomFourierTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Ma
                                     Mat<T>& out, std::unique_ptr<AttentionTape>* tape) const {
   detail::check_train_call("random-fourier", shape_, head, q, k, v);
   // q, k are (n, d_k), v is (n, d_v); w is (D, d_k); phi_* are (n, 2D); ctx is (2D, d_v); out (n, d_v).
-  const Mat<T>& w = w_[static_cast<std::size_t>(head)];
-  const Eigen::Index n = q.rows(), D = w.rows();
-  const T c = std::sqrt(T(1) / static_cast<T>(D));
-  const T tau = std::sqrt(static_cast<T>(q.cols()));
   std::unique_ptr<RandomFourierTape<T>> local;
   auto* t = &detail::reuse_tape(tape, local);
-  // pass 1: features of queries and keys, sqrt(1/D) [sin(x W^T), cos(x W^T)].
-  Mat<T> proj(n, D);
-  t->phi_q.resize(n, 2 * D);
-  proj.noalias() = q * w.transpose();
-  t->phi_q.leftCols(D) = c * proj.array().sin().matrix();
-  t->phi_q.rightCols(D) = c * proj.array().cos().matrix();
-  t->phi_k.resize(n, 2 * D);
-  proj.noalias() = k * w.transpose();
-  t->phi_k.leftCols(D) = c * proj.array().sin().matrix();
-  t->phi_k.rightCols(D) = c * proj.array().cos().matrix();
-  // pass 2: each key's factor exp(|k_j|^2 / 2 tau), relative to the largest. The queries' factors
-  // exp(|q_i|^2 / 2 tau) multiply numerator and denominator alike and cancel, so they are never
-  // formed; the keys' maximum is one constant for all keys, which cancels too and keeps every
-  // factor <= 1 (no overflow). Both cancel exactly, so their gradients are exactly zero.
-  const Vec<T> sq = k.rowwise().squaredNorm();
-  t->b = ((sq.array() - sq.maxCoeff()) / (T(2) * tau)).exp().matrix();
-  t->phi_kb = t->b.asDiagonal() * t->phi_k;
-  // pass 3: the key-value summary and the normaliser.
-  t->ctx.resize(2 * D, v.cols());
-  t->ctx.noalias() = t->phi_kb.transpose() * v;
-  t->z = t->phi_kb.colwise().sum().transpose();
-  // pass 4: numerator over (signed) denominator per query.
-  out.resize(n, v.cols());
-  out.noalias() = t->phi_q * t->ctx;
-  t->den.resize(n);
-  t->den.noalias() = t->phi_q * t->z;
-  out = t->den.cwiseInverse().asDiagonal() * out;
+  // passes 1-4: the library's random Fourier attention with tau = sqrt(d_k), kept for the backward.
+  out = random_fourier_attention(q, k, v, w_[static_cast<std::size_t>(head)], std::sqrt(static_cast<T>(q.cols())), t);
   if (tape != nullptr) {
     t->k = k;
     t->v = v;
@@ -194,50 +165,12 @@ template <typename T>
 void FavorTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Mat<T>& out,
                             std::unique_ptr<AttentionTape>* tape) const {
   detail::check_train_call("favor", shape_, head, q, k, v);
-  // q, k are (n, d_k), v is (n, d_v); w is (D, d_k); a_k, r are (n, D); mean_v (D, d_v); w_t (D, n).
-  // With a_jr = w_r . y_j - |y_j|^2 / 2 (y = d_k^(-1/4) k) and b_ir = w_r . d_k^(-1/4) q_i:
-  //   out_i = sum_r exp(b_ir) sum_j exp(a_jr) v_j / sum_r exp(b_ir) sum_j exp(a_jr)
-  //         = sum_r softmax_r(b_ir + LSE_r) mean_v_r,  LSE_r = log sum_j exp(a_jr),
-  //   mean_v_r = sum_j softmax_j(a_jr) v_j  (a softmax over the keys, per feature).
-  // The queries' exp(-|x|^2 / 2) and 1/sqrt(D) are per-query constants and cancel; never formed.
-  const Mat<T>& w = w_[static_cast<std::size_t>(head)];
-  const Eigen::Index n = q.rows(), D = w.rows();
-  const T s = T(1) / std::sqrt(std::sqrt(static_cast<T>(q.cols())));  // d_k^(-1/4) on each side
+  // q, k are (n, d_k), v is (n, d_v); w is (D, d_k); r is (n, D); mean_v (D, d_v); w_t (D, n).
   std::unique_ptr<FavorTape<T>> local;
   auto* t = &detail::reuse_tape(tape, local);
-  // pass 1: key exponents a = y W^T - |y|^2 / 2.
-  t->yk = s * k;
-  Mat<T> a(n, D);
-  a.noalias() = t->yk * w.transpose();
-  a.colwise() -= t->yk.rowwise().squaredNorm() / T(2);
-  // pass 2: key features relative to their overall maximum, exp(a - max) <= 1: one constant for
-  // all keys, which cancels between numerator and denominator (as in favor_attention()), so its
-  // gradient is exactly zero. ksum_r = sum_j exp(a_jr - max) has an entry >= 1 (the maximal term).
-  // Features no key reaches (ksum_r = 0 after underflow) carry no weight: log ksum_r = -inf.
-  t->r = (a.array() - a.maxCoeff()).exp().matrix();
-  const Vec<T> ksum = t->r.colwise().sum().transpose();
-  Vec<T> log_ksum(D);
-  for (Eigen::Index r = 0; r < D; ++r) {
-    const bool reached = ksum(r) > T(0);
-    log_ksum(r) = reached ? std::log(ksum(r)) : -std::numeric_limits<T>::infinity();
-    if (reached)
-      t->r.col(r) *= T(1) / ksum(r);
-    else
-      t->r.col(r).setZero();
-  }
-  // pass 3: the mean value of each feature, mean_v = r^T V.
-  t->mean_v.resize(D, v.cols());
-  t->mean_v.noalias() = t->r.transpose() * v;
-  // pass 4: query weights softmax_r(b_ir + log ksum_r), one column per query. Exponentiating
-  // b_ir + log ksum_r shifted by its maximum (softmax_cols_inplace), never exp(b_ir) alone: the
-  // latter overflows where ksum_r is tiny (issue 6: inf * 0 in float at logits of 1e4).
-  t->w_t.resize(D, n);
-  t->w_t.noalias() = w * (s * q).transpose();
-  t->w_t.colwise() += log_ksum;
-  detail::softmax_cols_inplace(t->w_t);
-  // pass 5: out_i = sum_r weight_ir mean_v_r.
-  out.resize(n, v.cols());
-  out.noalias() = t->w_t.transpose() * t->mean_v;
+  // passes 1-5: the library's FAVOR+ (its log-sum form: a softmax over the keys per feature, then one over
+  // the features per query), kept for the backward.
+  out = favor_attention(q, k, v, w_[static_cast<std::size_t>(head)], t);
   if (tape != nullptr) {
     t->v = v;
     t->out = out;
@@ -259,7 +192,7 @@ void FavorTrain<T>::backward(Eigen::Index head, const AttentionTape& tape, const
   Mat<T> dlogit_t(D, n);
   dlogit_t.noalias() = t.mean_v * d_out.transpose();
   // pass 2: through the softmax over the features: d(b + log ksum)^T, column by column.
-  detail::softmax_cols_backward_inplace(t.w_t, dlogit_t);
+  softmax_cols_backward_inplace(t.w_t, dlogit_t);
   // pass 3: b = s Q W^T: dQ = s dB W. log ksum_r enters every query's logit r: its gradient is
   // the sum over queries.
   d_q.resize(n, w.cols());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attnlab/attention/common_train.hpp"
+#include "attnlab/attention/random_features.hpp"
 #include "attnlab/attention/trainable.hpp"
 
 namespace attnlab {
@@ -14,17 +15,11 @@ namespace attnlab {
 // The feature count both methods default to: attend's default (apps/attend.cpp, --features).
 inline constexpr Eigen::Index kTrainDefaultFeatures = 256;
 
-// What random-fourier's backward needs (D features, 2D columns of sin and cos).
+// What random-fourier's backward needs: the forward's passes (random_fourier_attention() in
+// random_features.hpp), the keys, the values and the output.
 template <typename T>
-struct RandomFourierTape : AttentionTape {
+struct RandomFourierTape : AttentionTape, RandomFourierPasses<T> {
   Mat<T> k, v;          // n x d_k, n x d_v
-  Mat<T> phi_q;         // n x 2D: sqrt(1/D) [sin(q W^T), cos(q W^T)]
-  Mat<T> phi_k;         // n x 2D: the same for k, before the key factors
-  Vec<T> b;             // n: the key factors exp((|k_j|^2 - max) / 2 tau)
-  Mat<T> phi_kb;        // n x 2D: diag(b) phi_k
-  Mat<T> ctx;           // 2D x d_v: phi_kb^T V
-  Vec<T> z;             // 2D: phi_kb^T 1
-  Vec<T> den;           // n: phi_q z (signed)
   Mat<T> out;           // n x d_v
   // The backward's n x 2D and n x D scratch, kept with the tape so that a reused tape makes a step
   // allocate nothing (fresh blocks of this size come from mmap and cost page faults: 9 ms instead
@@ -58,14 +53,12 @@ class RandomFourierTrain final : public TrainableAttention<T> {
   std::vector<Mat<T>> w_;  // one D x d_k draw per head
 };
 
-// What FAVOR+'s backward needs.
+// What FAVOR+'s backward needs: the forward's passes (favor_attention() in random_features.hpp), the values
+// and the output.
 template <typename T>
-struct FavorTape : AttentionTape {
-  Mat<T> yk, v;     // n x d_k: d_k^(-1/4) k; n x d_v
-  Mat<T> r;         // n x D: the key features normalised over the keys (0 for features no key reaches)
-  Mat<T> mean_v;    // D x d_v: r^T V, the mean value of each feature
-  Mat<T> w_t;       // D x n: column i is query i's normalised weights over the features
-  Mat<T> out;       // n x d_v
+struct FavorTape : AttentionTape, FavorPasses<T> {
+  Mat<T> v;    // n x d_v
+  Mat<T> out;  // n x d_v
 };
 
 // Performer's FAVOR+ (favor_attention() in random_features.hpp): positive features

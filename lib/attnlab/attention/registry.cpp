@@ -131,8 +131,7 @@ std::vector<AttentionMethod> make_methods() {
                  {"proj", "projection", "share-kv"}, true, linformer_draws, linformer_reference<float>,
                  linformer_reference<double>, linformer_fast<float>, linformer_fast<double>,
                  [](const Params& p, long long n, long long d, std::size_t s) {
-                   const LinformerCost c = linformer_cost(n, d, d, std::min<long long>(p.projected, n), s);
-                   return AttentionCost{c.multiply_adds, c.workspace_bytes};
+                   return linformer_attention_cost(n, d, std::min<long long>(p.projected, n), s);
                  }});
   all.push_back({"random-fourier", "the UCU report's random Fourier features, D = --features, w_r ~ N(0, I / tau)",
                  {"features", "temperature"}, true, fourier_draws, fourier_reference<float>, fourier_reference<double>,

@@ -10,7 +10,6 @@
 #include "attnlab/attention/linformer_train.hpp"
 #include "attnlab/attention/nystrom_train.hpp"
 #include "attnlab/attention/random_features_train.hpp"
-#include "attnlab/attention/symmetric_train.hpp"
 
 namespace attnlab {
 
@@ -58,7 +57,7 @@ std::unique_ptr<TrainableAttention<T>> make_trainable_attention(const TrainableA
   if (config.method == "favor") return std::make_unique<FavorTrain<T>>(shape, config.features, config.seed);
   if (config.method == "nystrom")
     return std::make_unique<NystromTrain<T>>(shape, config.landmarks, config.pinv_iterations);
-  if (config.method == "symmetric") return std::make_unique<SymmetricTrain<T>>(shape);
+  if (config.method == "symmetric") return std::make_unique<ExactTrain<T>>(shape, ExactScores::symmetric);
   throw std::invalid_argument("make_trainable_attention: method '" + config.method + "' is unknown; valid: " +
                               joined_names());
 }

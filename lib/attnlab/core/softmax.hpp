@@ -1,4 +1,8 @@
-// Softmax, numerically stable for logits of any size: by rows, by columns, and block by block (online).
+// Softmax and its backward, numerically stable for logits of any size: the library's one definition.
+// By columns (the layout every kernel keeps probabilities in: one query's weights contiguous), by rows
+// (the column softmax of the transpose, bit for bit), and the pieces of the online softmax (block by
+// block, and the merge of partial results) that the fast kernels are built from. Reference kernels,
+// fast kernels and trainable methods all call these; none writes its own.
 #pragma once
 
 #include <Eigen/Dense>
@@ -7,35 +11,84 @@
 
 namespace attnlab {
 
-// Replaces each row of `logits` (rows x cols) by its softmax.
-// Pass 1: the row maximum. Pass 2: exp(x - max) and the row sum. Pass 3: divide.
-// Subtracting the maximum changes nothing mathematically; it only keeps exp()
-// from overflowing (every exponent is <= 0 and the largest term is exactly 1, so
-// the sum is in [1, cols] and never underflows to zero).
-template <typename Derived>
-void softmax_rows_inplace(Eigen::MatrixBase<Derived>& logits) {
-  using T = typename Derived::Scalar;
-  for (Eigen::Index i = 0; i < logits.rows(); ++i) {
-    const T row_max = logits.row(i).maxCoeff();
-    T sum = T(0);
-    for (Eigen::Index j = 0; j < logits.cols(); ++j) {
-      const T e = std::exp(logits(i, j) - row_max);
-      logits(i, j) = e;
-      sum += e;
-    }
-    logits.row(i) /= sum;
-  }
-}
-
 // x = exp(x - shift) in place, by Eigen's vectorised exp; returns the sum of the new entries. With
 // shift = max(x) ("subtract the max, then exp") every exponent is <= 0 and the largest term is exactly
-// 1, so the sum is >= 1. The column softmaxes of the reference kernels are written with it (the row
-// softmax above stays scalar: its std::exp and Eigen's vectorised exp may differ in the last bit).
+// 1, so the sum is >= 1.
 template <typename Derived>
 typename Derived::Scalar exp_shifted_inplace(Eigen::MatrixBase<Derived>& x, typename Derived::Scalar shift) {
   x = (x.array() - shift).exp().matrix();
   return x.sum();
 }
+template <typename Derived>
+typename Derived::Scalar exp_shifted_inplace(Eigen::MatrixBase<Derived>&& x, typename Derived::Scalar shift) {
+  return exp_shifted_inplace(x, shift);
+}
+
+// Replaces every column of `s` (keys down, queries across: column i holds query i's logits) by its
+// softmax. Per column: pass 1 the maximum; pass 2 exp(x - max) and the sum; pass 3 multiply by 1 / sum.
+// Subtracting the maximum changes nothing mathematically (it cancels between numerator and
+// denominator); it only keeps exp() from overflowing: every exponent is <= 0 and the largest term is
+// exactly 1, so the sum is in [1, rows] and never underflows to zero. One reciprocal per column, then
+// products: a division per entry costs more than the product it replaces. Column-major storage makes a
+// column contiguous, so each pass walks memory in order and Eigen vectorises the exp.
+template <typename Derived>
+void softmax_cols_inplace(Eigen::MatrixBase<Derived>& s) {
+  using T = typename Derived::Scalar;
+  for (Eigen::Index i = 0; i < s.cols(); ++i) {
+    auto col = s.col(i);
+    const T sum = exp_shifted_inplace(col, col.maxCoeff());
+    col *= T(1) / sum;
+  }
+}
+template <typename Derived>
+void softmax_cols_inplace(Eigen::MatrixBase<Derived>&& s) {
+  softmax_cols_inplace(s);
+}
+
+// The column softmax's backward in place: given p = softmax(s) column by column and dp = dL/dp, turns dp
+// into dL/ds = p o (dp - <p, dp>) column by column (the Jacobian diag(p) - p p^T applied to dp). The
+// maximum the forward subtracted has no gradient: the softmax is invariant to a shift of its column.
+template <typename DerivedP, typename DerivedD>
+void softmax_cols_backward_inplace(const Eigen::MatrixBase<DerivedP>& p, Eigen::MatrixBase<DerivedD>& dp) {
+  using T = typename DerivedD::Scalar;
+  for (Eigen::Index i = 0; i < p.cols(); ++i) {
+    auto d = dp.col(i);
+    const T mean = p.col(i).dot(d);
+    d.array() = p.col(i).array() * (d.array() - mean);
+  }
+}
+
+// Replaces each row of `logits` (rows x cols) by its softmax: the column softmax of the transpose, so a
+// row softmax and a column softmax of the same numbers agree bit for bit (the copy costs less than
+// walking a column-major row with stride).
+template <typename Derived>
+void softmax_rows_inplace(Eigen::MatrixBase<Derived>& logits) {
+  Eigen::Matrix<typename Derived::Scalar, Eigen::Dynamic, Eigen::Dynamic> t = logits.transpose();
+  softmax_cols_inplace(t);
+  logits = t.transpose();
+}
+
+// Returns softmax of each row of `logits`.
+template <typename Derived>
+typename Derived::PlainObject softmax_rows(const Eigen::MatrixBase<Derived>& logits) {
+  typename Derived::PlainObject p = logits;
+  softmax_rows_inplace(p);
+  return p;
+}
+
+// The row softmax's backward: dL/ds from p = softmax(s) row by row and dp = dL/dp, row i being
+// p_i o (dp_i - <p_i, dp_i>): the column backward of the transposes.
+template <typename DerivedP, typename DerivedD>
+typename DerivedD::PlainObject softmax_rows_backward(const Eigen::MatrixBase<DerivedP>& p,
+                                                     const Eigen::MatrixBase<DerivedD>& dp) {
+  using M = Eigen::Matrix<typename DerivedD::Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  const M pt = p.transpose();
+  M dt = dp.transpose();
+  softmax_cols_backward_inplace(pt, dt);
+  return dt.transpose();
+}
+
+// ---- The online softmax's pieces (unnormalised exponentials, running maxima, merges) -------------------
 
 // e = exp(src - row max) for each row of src (queries down the rows: the layout of online_softmax_block_rows,
 // column by column so each step is a vector operation down a contiguous column), e of src's shape, and e may
@@ -100,12 +153,30 @@ void online_softmax_block_rows(Eigen::MatrixBase<DerivedS>& s, Eigen::MatrixBase
   for (Eigen::Index j = 0; j < s.cols(); ++j) l += s.col(j);
 }
 
-// Returns softmax of each row of `logits`.
-template <typename Derived>
-typename Derived::PlainObject softmax_rows(const Eigen::MatrixBase<Derived>& logits) {
-  typename Derived::PlainObject p = logits;
-  softmax_rows_inplace(p);
-  return p;
+// The merge of `count` partial softmax results over disjoint blocks of keys, each (r, c + 2) =
+// [unnormalised products, each row's block maximum m_j, each row's block sum l_j] (products and sums
+// taken relative to m_j): the normalised result (r, c). Every block is rescaled to each row's overall
+// maximum M by exp(m_j - M) <= 1 (exactly 1 for the block holding it: nothing overflows, the online
+// softmax's rescaling), the blocks added in order, then divided by the merged sums (>= 1).
+template <typename T>
+Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> merge_softmax_partials(
+    const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>* parts, Eigen::Index count) {
+  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+  const Eigen::Index c = parts[0].cols() - 2;
+  V row_max = parts[0].col(c);
+  for (Eigen::Index j = 1; j < count; ++j) row_max = row_max.cwiseMax(parts[j].col(c));
+  M sum = M::Zero(parts[0].rows(), c);
+  V sums = V::Zero(parts[0].rows());
+  for (Eigen::Index j = 0; j < count; ++j) {
+    const M& p = parts[j];
+    const V factor = (p.col(c) - row_max).array().exp().matrix();
+    sum.noalias() += factor.asDiagonal() * p.leftCols(c);
+    sums += factor.cwiseProduct(p.col(c + 1));
+  }
+  M merged;
+  merged.noalias() = sums.cwiseInverse().asDiagonal() * sum;
+  return merged;
 }
 
 }  // namespace attnlab

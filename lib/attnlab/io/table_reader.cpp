@@ -1,5 +1,6 @@
 #include "attnlab/io/table_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
@@ -61,6 +62,37 @@ std::int64_t TableReader::integer(std::size_t row, const std::string& column) co
   if (s.empty() || ec != std::errc() || end != s.data() + s.size())
     throw TableReadError(fmt::format("{}: row {}, column '{}': '{}' is not an integer", path_.string(), row + 1, column, s));
   return v;
+}
+
+std::vector<std::vector<std::string>> TableReader::distinct(const std::vector<std::string>& columns) const {
+  std::vector<std::size_t> index;
+  for (const auto& c : columns) index.push_back(column_index(c));
+  std::vector<std::vector<std::string>> seen;
+  for (const auto& row : cells_) {
+    std::vector<std::string> key;
+    for (std::size_t c : index) key.push_back(row[c]);
+    if (std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(std::move(key));
+  }
+  return seen;
+}
+
+std::vector<std::string> TableReader::distinct(const std::string& column) const {
+  std::vector<std::string> values;
+  for (auto& key : distinct(std::vector<std::string>{column})) values.push_back(std::move(key.front()));
+  return values;
+}
+
+std::vector<std::int64_t> TableReader::distinct_integers(const std::string& column) const {
+  // The first row of each distinct cell, parsed there (so a malformed cell is reported with its row).
+  std::vector<std::int64_t> values;
+  std::vector<std::string> seen;
+  const std::size_t c = column_index(column);
+  for (std::size_t r = 0; r < cells_.size(); ++r)
+    if (std::find(seen.begin(), seen.end(), cells_[r][c]) == seen.end()) {
+      seen.push_back(cells_[r][c]);
+      values.push_back(integer(r, column));
+    }
+  return values;
 }
 
 }  // namespace attnlab

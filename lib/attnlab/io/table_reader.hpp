@@ -33,6 +33,14 @@ class TableReader {
   double real(std::size_t row, const std::string& column) const;
   std::int64_t integer(std::size_t row, const std::string& column) const;
 
+  // The values of `column` in the order the rows first name them, each once (a sweep's families, its
+  // lengths): what a judge groups its rows by. As text, or each parsed as integer() parses it.
+  std::vector<std::string> distinct(const std::string& column) const;
+  std::vector<std::int64_t> distinct_integers(const std::string& column) const;
+  // The same for several columns at once: each combination of their cells that occurs, in first-occurrence
+  // order (one vector of cells per combination, in the order of `columns`).
+  std::vector<std::vector<std::string>> distinct(const std::vector<std::string>& columns) const;
+
   const std::filesystem::path& path() const { return path_; }
 
  private:

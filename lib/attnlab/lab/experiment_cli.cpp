@@ -313,6 +313,15 @@ void finish_run(const std::string& run_id, const ExperimentCli& cli) {
   write_file_atomically(run_stamp_path(cli.options().out, cli.name()), stamp_json(stamp));
 }
 
+// Judges the tables in `dir`, writes the rows into the ledger and prints each verdict on stdout, one line
+// per claim, the run's summary for whoever started it (none on given inputs: no verdict is formed there).
+void judge_and_record(const ExperimentCli& cli, const ExperimentParts& parts, const std::filesystem::path& dir) {
+  const std::vector<ClaimRow> rows = parts.judge(dir);
+  cli.write_claims(rows);
+  if (cli.uses_given()) return;
+  for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
+}
+
 }  // namespace
 
 int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
@@ -325,7 +334,7 @@ int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
       // A run on the user's matrices writes tables only, no ledger rows: it is not stamped.
       const std::string run_id = cli.uses_given() ? std::string() : begin_run(cli);
       if (!cli.judging()) parts.measure(Shard());
-      cli.write_claims(parts.judge(out));
+      judge_and_record(cli, parts, out);
       if (!run_id.empty()) finish_run(run_id, cli);
       return;
     }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "attnlab/lab/attention_inputs.hpp"
+#include "attnlab/lab/experiment_cli.hpp"
 
 namespace attnlab {
 
@@ -39,6 +40,14 @@ std::vector<std::string> selected_families(const std::string& family) {
   if (std::find(all.begin(), all.end(), family) == all.end())
     throw std::invalid_argument("unknown input family '" + family + "' (known: " + family_list() + ")");
   return {family};
+}
+
+std::vector<std::string> parse_with_family(ExperimentCli& cli, int argc, char** argv) {
+  std::string family;
+  add_family_option(cli.app(), family);
+  cli.split_measurement();
+  cli.parse(argc, argv);
+  return cli.given().families_or(selected_families(family));
 }
 
 }  // namespace attnlab

@@ -24,15 +24,26 @@ std::string to_string(PinvInit init) {
 
 namespace {
 
-// ||A||_1: maximum absolute column sum; ||A||_inf: maximum absolute row sum.
+// ||A||_1: maximum absolute column sum; ||A||_inf: maximum absolute row sum; *where: the first column or row
+// attaining it.
 template <typename T>
-double norm_one(const Mat<T>& a) {
-  return static_cast<double>(a.cwiseAbs().colwise().sum().maxCoeff());
+double norm_one(const Mat<T>& a, Eigen::Index* where = nullptr) {
+  Eigen::Index i = 0;
+  const double norm = static_cast<double>(a.cwiseAbs().colwise().sum().maxCoeff(&i));
+  if (where != nullptr) *where = i;
+  return norm;
 }
 template <typename T>
-double norm_inf(const Mat<T>& a) {
-  return static_cast<double>(a.cwiseAbs().rowwise().sum().maxCoeff());
+double norm_inf(const Mat<T>& a, Eigen::Index* where = nullptr) {
+  Eigen::Index i = 0;
+  const double norm = static_cast<double>(a.cwiseAbs().rowwise().sum().maxCoeff(&i));
+  if (where != nullptr) *where = i;
+  return norm;
 }
+
+// 1 / denom, or 0 for denom = 0: a zero matrix has pseudoinverse zero, and alpha = 0 gives Z_0 = 0, a fixed
+// point of the iteration.
+double inverse_or_zero(double denom) { return denom > 0 ? 1.0 / denom : 0.0; }
 
 template <typename T>
 void check_batch(const std::vector<Mat<T>>& batch) {
@@ -46,6 +57,14 @@ void check_batch(const std::vector<Mat<T>>& batch) {
 }  // namespace
 
 template <typename T>
+PinvScale per_matrix_pinv_scale(const Mat<T>& a) {
+  check_batch(std::vector<Mat<T>>{a});
+  PinvScale s;
+  s.alpha = inverse_or_zero(norm_one(a, &s.argmax_col) * norm_inf(a, &s.argmax_row));
+  return s;
+}
+
+template <typename T>
 std::vector<double> pinv_initial_scale(const std::vector<Mat<T>>& batch, PinvInit init) {
   check_batch(batch);
   std::vector<double> alpha(batch.size());
@@ -55,28 +74,27 @@ std::vector<double> pinv_initial_scale(const std::vector<Mat<T>>& batch, PinvIni
     max_inf = std::max(max_inf, norm_inf(a));
   }
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    double denom = 0;
     switch (init) {
-      case PinvInit::per_matrix: denom = norm_one(batch[b]) * norm_inf(batch[b]); break;
-      case PinvInit::per_matrix_one: denom = norm_one(batch[b]); break;
-      case PinvInit::batch_max_one: denom = max_one; break;
-      case PinvInit::batch_max_both: denom = max_one * max_inf; break;
+      case PinvInit::per_matrix: alpha[b] = per_matrix_pinv_scale(batch[b]).alpha; break;
+      case PinvInit::per_matrix_one: alpha[b] = inverse_or_zero(norm_one(batch[b])); break;
+      case PinvInit::batch_max_one: alpha[b] = inverse_or_zero(max_one); break;
+      case PinvInit::batch_max_both: alpha[b] = inverse_or_zero(max_one * max_inf); break;
     }
-    // A zero matrix has pseudoinverse zero; alpha = 0 gives Z_0 = 0, a fixed point of the iteration.
-    alpha[b] = denom > 0 ? 1.0 / denom : 0.0;
   }
   return alpha;
 }
 
 template <typename T>
-void iterative_pinv_step(const Mat<T>& a, Mat<T>& z) {
-  // a, z, az are (m, m); pass 2 of iterative_pinv, evaluated inside out (Horner form): the
+void iterative_pinv_step(const Mat<T>& a, Mat<T>& z, PinvStepTerms<T>* terms) {
+  // a, z, az, inner, outer are (m, m); pass 2 of iterative_pinv, evaluated inside out (Horner form): the
   // polynomial in AZ needs three products with AZ plus the one forming it.
+  PinvStepTerms<T> local;
+  PinvStepTerms<T>& t = terms != nullptr ? *terms : local;
   const Mat<T> eye = Mat<T>::Identity(a.rows(), a.rows());
-  const Mat<T> az = a * z;
-  const Mat<T> inner = T(15) * eye - az * (T(7) * eye - az);
-  const Mat<T> outer = T(13) * eye - az * inner;
-  z = (T(0.25) * z) * outer;
+  t.az.noalias() = a * z;
+  t.inner = T(15) * eye - t.az * (T(7) * eye - t.az);
+  t.outer = T(13) * eye - t.az * t.inner;
+  z = (T(0.25) * z) * t.outer;
 }
 
 template <typename T>
@@ -105,8 +123,10 @@ Mat<T> iterative_pinv(const Mat<T>& a, int iterations, PinvInit init) {
   return iterative_pinv(std::vector<Mat<T>>{a}, iterations, init).front();
 }
 
-template void iterative_pinv_step(const Mat<float>&, Mat<float>&);
-template void iterative_pinv_step(const Mat<double>&, Mat<double>&);
+template void iterative_pinv_step(const Mat<float>&, Mat<float>&, PinvStepTerms<float>*);
+template void iterative_pinv_step(const Mat<double>&, Mat<double>&, PinvStepTerms<double>*);
+template PinvScale per_matrix_pinv_scale(const Mat<float>&);
+template PinvScale per_matrix_pinv_scale(const Mat<double>&);
 template std::vector<double> pinv_initial_scale(const std::vector<Mat<float>>&, PinvInit);
 template std::vector<double> pinv_initial_scale(const std::vector<Mat<double>>&, PinvInit);
 template std::vector<Mat<float>> iterative_pinv(const std::vector<Mat<float>>&, int, PinvInit);

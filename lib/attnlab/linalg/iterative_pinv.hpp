@@ -36,13 +36,31 @@ std::vector<Mat<T>> iterative_pinv(const std::vector<Mat<T>>& batch, int iterati
 template <typename T>
 Mat<T> iterative_pinv(const Mat<T>& a, int iterations, PinvInit init = PinvInit::per_matrix);
 
-// One step Z <- 1/4 Z (13 I - A Z (15 I - A Z (7 I - A Z))) in place, for callers that watch the
-// iterates (the convergence experiment); iterative_pinv() is Z_0 = alpha A^T and `iterations` of these.
+// The products one step forms (each m x m): az = A Z, inner = 15 I - AZ (7 I - AZ), outer = 13 I - AZ inner;
+// the step is Z <- 1/4 Z outer. Kept by a caller that differentiates through the iteration (NystromTrain).
 template <typename T>
-void iterative_pinv_step(const Mat<T>& a, Mat<T>& z);
+struct PinvStepTerms {
+  Mat<T> az, inner, outer;
+};
+
+// One step Z <- 1/4 Z (13 I - A Z (15 I - A Z (7 I - A Z))) in place, for callers that watch the
+// iterates (the convergence experiment, the trainable Nystrom, which also takes the step's products in
+// *terms); iterative_pinv() is Z_0 = alpha A^T and `iterations` of these.
+template <typename T>
+void iterative_pinv_step(const Mat<T>& a, Mat<T>& z, PinvStepTerms<T>* terms = nullptr);
 
 // The step size alpha of Z_0 = alpha A^T for every matrix of the batch.
 template <typename T>
 std::vector<double> pinv_initial_scale(const std::vector<Mat<T>>& batch, PinvInit init);
+
+// PinvInit::per_matrix's alpha = 1 / (||A||_1 ||A||_inf) of one matrix (0 for the zero matrix), with the
+// first column and the first row where the two norms are attained: what a caller that differentiates
+// alpha needs (NystromTrain's backward). Throws as iterative_pinv does on a non-square or empty matrix.
+struct PinvScale {
+  double alpha = 0;
+  Eigen::Index argmax_col = 0, argmax_row = 0;  // ||A||_1 = column argmax_col's sum, ||A||_inf row argmax_row's
+};
+template <typename T>
+PinvScale per_matrix_pinv_scale(const Mat<T>& a);
 
 }  // namespace attnlab

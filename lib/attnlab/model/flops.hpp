@@ -25,7 +25,7 @@ struct ViTForwardFlops {
 
 // The forward count of one image for config.attention.method. Exact softmax attention and its symmetric
 // form ("exact", "symmetric") count their n x n scores and weights x V; every other method counts the
-// multiply-adds of attention/attention_cost.hpp (linformer.hpp's linformer_cost for Linformer) for one
+// multiply-adds of attention/attention_cost.hpp (linformer_cost for Linformer) for one
 // head of width d_k, times 2, the heads and the blocks, with the method's options resolved as
 // make_trainable_attention resolves them (features 256, landmarks min(64, n) and 6 pseudoinverse
 // iterations, projected length ceil(n / 8)). std::invalid_argument naming an unknown method.

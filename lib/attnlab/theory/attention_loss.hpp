@@ -28,14 +28,13 @@ class AttentionLoss {
   // dL/dS (n x n) by the chain rule, pass by pass:
   //   pass 1  A = softmax_row(S), Y = A V W_O + X
   //   pass 2  dY = Y - target, dA = dY (V W_O)^T
-  //   pass 3  dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik)   (softmax Jacobian, row by row)
+  //   pass 3  dS_ij = A_ij (dA_ij - sum_k A_ik dA_ik)   (the row softmax's backward, core/softmax.hpp)
   Mat<T> gradient(const Mat<T>& s) const {
     const Mat<T> a = softmax_rows(s);
     const Mat<T> vo = v_ * wo_;  // n x d
     const Mat<T> dy = a * vo + x_ - target_;
     const Mat<T> da = dy * vo.transpose();
-    const Vec<T> row_dot = (a.array() * da.array()).rowwise().sum().matrix();
-    return (a.array() * (da.colwise() - row_dot).array()).matrix();
+    return softmax_rows_backward(a, da);
   }
 
  private:
