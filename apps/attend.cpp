@@ -4,10 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <new>
-#include <sys/resource.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/memory_budget.hpp"
 #include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/attention/registry.hpp"
@@ -349,32 +348,6 @@ MemoryNeed estimate_memory(const Options& o, const HeadStack<T>& q, const HeadSt
   return need;
 }
 
-// Bytes this process may still allocate: the smaller of MemAvailable and the address-space limit
-// (prlimit --as) less what is mapped already. Infinity when neither can be read.
-double available_memory() {
-  double avail = std::numeric_limits<double>::infinity();
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f))
-      if (unsigned long long kb = 0; std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = 1024.0 * kb;
-    std::fclose(f);
-  }
-  struct rlimit lim {};
-  if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
-    double mapped = 0;
-    if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
-      char line[256];
-      while (std::fgets(line, sizeof line, f))
-        if (unsigned long long kb = 0; std::sscanf(line, "VmSize: %llu kB", &kb) == 1) mapped = 1024.0 * kb;
-      std::fclose(f);
-    }
-    avail = std::min(avail, static_cast<double>(lim.rlim_cur) - mapped);
-  }
-  return avail;
-}
-
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
-
 // A device node, FIFO or symbolic link at --out is refused, never replaced (see check_output_file).
 void check_output_path(const fs::path& out) {
   if (out.empty()) throw UsageError("--out: the path is empty; name an .npy file");
@@ -410,14 +383,19 @@ int run(const Options& o) {
   const Input<T> q = read_input<T>("--q", o.q), k = read_input<T>("--k", o.k), v = read_input<T>("--v", o.v);
   check_shapes(q, k, v);
   if (!o.save_draws.empty()) check_save_draws_path(o.save_draws);
-  const MemoryNeed need = estimate_memory(o, q.stack, k.stack, v.stack, omp_get_max_threads());
+  // Workers over heads: no more threads than heads (the output is the same for any count), and no more
+  // than whose stacks fit, or the OpenMP runtime would stop the process with a message of its own.
+  const int workers = static_cast<int>(std::min<Eigen::Index>(o.threads > 0 ? o.threads : omp_get_num_procs(), q.stack.count()));
+  if (const std::string problem = thread_memory_problem(workers); !problem.empty()) throw UsageError("--threads: " + problem);
+  omp_set_num_threads(workers);
+  const MemoryNeed need = estimate_memory(o, q.stack, k.stack, v.stack, workers);
   if (const double avail = available_memory(); need.bytes > avail)
     throw UsageError(fmt::format(
-        "--method {} needs about {} here ({}), {} available{}", o.method, gib(need.bytes),
+        "--method {} needs about {} here ({}), {} available{}", o.method, gib_text(need.bytes),
         need.per_thread_matrix > 0
             ? fmt::format("an n_q x n_k = {} x {} {} matrix per worker thread", q.stack.n(), k.stack.n(), o.dtype)
             : "inputs and output",
-        gib(avail),
+        gib_text(avail),
         o.method == "exact" ? "; --method streaming computes the same attention in O(n) memory, --threads 1 holds one matrix"
                             : ""));
   current_need = need.bytes;
@@ -476,8 +454,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", kName, e.what());
     return kExitUsage;
   }
-  omp_set_num_threads(o.threads > 0 ? o.threads : omp_get_num_procs());
-  // Heads run in parallel; Eigen's own threading would change summation order with --threads.
+  // Heads run in parallel (run() sets the thread count); Eigen's own threading would change summation
+  // order with --threads.
   Eigen::setNbThreads(1);
   try {
     return o.dtype == "float" ? run<float>(o) : run<double>(o);
@@ -490,7 +468,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "{}: out of memory during --method {} (estimated need {}, {} available at the start)\n", kName,
-               o.method, gib(current_need), gib(available_memory()));
+               o.method, gib_text(current_need), gib_text(available_memory()));
     return kExitFailure;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", kName, e.what());

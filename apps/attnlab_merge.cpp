@@ -25,12 +25,14 @@ int main(int argc, char** argv) {
   CLI::App app("merge the shards of sharded experiment runs (--shard I/N) into one directory for --judge", kName);
   app.formatter(std::make_shared<PlainHelpFormatter>());
   app.add_option("--out", out, "directory for the merged tables and stamps")->type_name("DIR")->required();
+  bool replace = false;
+  app.add_flag("--replace", replace, "when --out holds another run (claims.csv or stamps), replace that directory whole");
   app.add_option("shards", dirs, "shard directories (each holding <experiment>.shard.json stamps)")
       ->type_name("DIR...")
       ->required();
   if (const auto status = parse_command_line(app, argc, argv)) return *status;
   try {
-    const auto merged = merge_shards(dirs, out);
+    const auto merged = merge_shards(dirs, out, replace);
     fmt::print("{}: merged {} into {}\n", kName, fmt::join(merged, ", "), out.string());
     return 0;
   } catch (const MergeError& e) {

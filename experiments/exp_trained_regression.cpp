@@ -266,28 +266,30 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const Trai
   CsvTable g12({text_col(col::kCheckpoint), int_col("seed"), int_col("layer"), int_col(col::kHead), int_col(col::kImage), int_col("label"),
                 real_col(col::kLoss), real_col(col::kGNorm), real_col("s_norm"), real_col(col::kSResidual), text_col(col::kDirection),
                 real_col(col::kFirstOrder), real_col(col::kT), real_col("predicted_change"), real_col(col::kLossChange),
-                // Over a first-order change of 0 (G = 0 exactly): nan or inf, as the ratio is then undefined.
-                real_col("actual_over_predicted", true), real_col("loss_change_over_t_g2", true)});
-  for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) {
-    const std::size_t c = i / static_cast<std::size_t>(n_images);
-    const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
-    const int label = test.labels[static_cast<std::size_t>(image)];
-    const ImageResult& pr = probed.at(i);
-    for (std::size_t l = 0; l < pr.cases.size(); ++l)
-      for (std::size_t h = 0; h < pr.cases[l].size(); ++h) {
-        const ScoreCase& sc = pr.cases[l][h];
-        for (std::size_t k = 0; k < kSteps.size(); ++k) {
-          const double t = kSteps[k];
-          const StepChange& st = sc.steps[k];
-          g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
-                       sc.s_norm, sc.s_residual, "toward B", sc.first_order_b, t, t * sc.first_order_b, st.toward_b,
-                       st.toward_b / (t * sc.first_order_b), st.toward_b / (t * sc.g_norm * sc.g_norm)});
-          g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
-                       sc.s_norm, sc.s_residual, "dS*", sc.first_order_star, t, t * sc.first_order_star, st.toward_star,
-                       st.toward_star / (t * sc.first_order_star), st.toward_star / (t * sc.g_norm * sc.g_norm)});
+                // A ratio over G = 0 (a saturated softmax) is undefined: reported below with its table, exit status 1.
+                real_col("actual_over_predicted"), real_col("loss_change_over_t_g2")});
+  try {
+    for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) {
+      const std::size_t c = i / static_cast<std::size_t>(n_images);
+      const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
+      const int label = test.labels[static_cast<std::size_t>(image)];
+      const ImageResult& pr = probed.at(i);
+      for (std::size_t l = 0; l < pr.cases.size(); ++l)
+        for (std::size_t h = 0; h < pr.cases[l].size(); ++h) {
+          const ScoreCase& sc = pr.cases[l][h];
+          for (std::size_t k = 0; k < kSteps.size(); ++k) {
+            const double t = kSteps[k];
+            const StepChange& st = sc.steps[k];
+            g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+                         sc.s_norm, sc.s_residual, "toward B", sc.first_order_b, t, t * sc.first_order_b, st.toward_b,
+                         st.toward_b / (t * sc.first_order_b), st.toward_b / (t * sc.g_norm * sc.g_norm)});
+            g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+                         sc.s_norm, sc.s_residual, "dS*", sc.first_order_star, t, t * sc.first_order_star, st.toward_star,
+                         st.toward_star / (t * sc.first_order_star), st.toward_star / (t * sc.g_norm * sc.g_norm)});
+          }
         }
-      }
-  }
+    }
+  } catch (const NonFiniteError& e) { throw NonFiniteError(fmt::format("{}: {}", kG12File, e.what())); }
   cli.write_table(g12, kG12File);
 
   // ---- G11: the recipe and Remark 2.1 with X = X' of each (checkpoint, layer, image) ----

@@ -65,13 +65,22 @@ good = {"format": "attnlab-vit-checkpoint", "version": 2, "method": "exact", "me
         "parameters": [{"name": "embed.W", "file": "embed.W.npy", "shape": [16, 8], "dtype": "float32", "kind": "parameter"},
                        {"name": "head.b", "file": "head.b.npy", "shape": [10], "dtype": "float32", "kind": "parameter"}]}
 variants = {"good": good, "stride-3": dict(good, stride=3), "n-wrong": dict(good, n=15), "D-huge": dict(good, D=1e300),
-            "version-1": dict(good, version=1), "shape-negative": dict(good, parameters=[dict(good["parameters"][0], shape=[-1])])}
+            "version-1": dict(good, version=1), "shape-negative": dict(good, parameters=[dict(good["parameters"][0], shape=[-1])]),
+            # A tensor listed twice (the second entry at another file), a dtype or kind the files do not hold,
+            # a model too large for any machine's memory (widths inside the accepted range).
+            "name-twice": dict(good, parameters=good["parameters"] + [dict(good["parameters"][0], file="head.b.npy")]),
+            "dtype-float64": dict(good, parameters=[dict(good["parameters"][0], dtype="float64")]),
+            "kind-weights": dict(good, parameters=[dict(good["parameters"][0], kind="weights")]),
+            "L-2e20": dict(good, L=1 << 20)}
 for name, m in variants.items():
     with open(os.path.join(MANIFEST, name + ".json"), "w") as f:
         json.dump(m, f, indent=1)
 with open(os.path.join(MANIFEST, "deep.json"), "w") as f:
     f.write("[" * 100 + "]" * 100)
-print("wrote {} seeds to {}".format(len(variants) + 1, MANIFEST))
+# A key given twice (json.dump cannot write one): "D" twice, the second silently winning in a last-wins reader.
+with open(os.path.join(MANIFEST, "key-twice.json"), "w") as f:
+    f.write(json.dumps(good, indent=1).replace('"D": 8,', '"D": 8,\n "D": 64,', 1))
+print("wrote {} seeds to {}".format(len(variants) + 2, MANIFEST))
 
 # Seeds for fuzz/safetensors_fuzz.cpp: small well-formed files and every malformed case the checks refuse
 # (verify/safetensors/st_format.py, plain Python), each cut to the fuzzer's -max_len.

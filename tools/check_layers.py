@@ -38,9 +38,9 @@ THIRD_PARTY = {
     "qk": ["Eigen/", "Spectra/"],
     "theory": ["Eigen/"],
     "attention": ["Eigen/", "omp.h"],
-    "io": ["Eigen/", "fmt/", "zlib.h", "sys/", "unistd.h", "fcntl.h", "signal.h"],
+    "io": ["Eigen/", "fmt/", "zlib.h", "sys/", "unistd.h", "fcntl.h", "signal.h", "pthread.h"],
     "model": ["Eigen/", "unsupported/Eigen/", "fmt/", "omp.h"],
-    "lab": ["Eigen/", "CLI/", "fmt/", "boost/", "sys/", "unistd.h", "fcntl.h", "omp.h"],
+    "lab": ["Eigen/", "CLI/", "fmt/", "boost/", "sys/", "unistd.h", "fcntl.h", "omp.h", "spawn.h"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

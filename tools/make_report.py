@@ -495,6 +495,44 @@ def md_escape(s):
     return s
 
 
+def run_set_problems(results, ledger):
+    """What keeps `results` from being one finished run per experiment, as check_run_set
+    (lib/attnlab/lab/shard_stamp.hpp) says it: every <experiment>.run.json finished, its tables and
+    artifacts as it pins them (size and CRC-32), and every experiment with ledger rows stamped. A
+    directory without run stamps (written before runs were stamped) has none."""
+    import zlib
+    stamps = sorted(f for f in os.listdir(results) if f.endswith(".run.json") and not f.startswith("."))
+    if not stamps:
+        return []
+    problems, stamped = [], set()
+    for name in stamps:
+        try:
+            with open(os.path.join(results, name), "rb") as f:
+                stamp = json.loads(f.read(16 << 20))
+            experiment = stamp["experiment"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            problems.append(f"{name}: not a run stamp ({e})")
+            continue
+        stamped.add(experiment)
+        same, changed = [], []
+        for t in stamp.get("tables", []) + stamp.get("artifacts", []):
+            path = os.path.join(results, t["file"])
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+                ok = len(data) == t["bytes"] and zlib.crc32(data) == t["crc32"]
+            except OSError:
+                ok = False
+            (same if ok else changed).append(t["file"])
+        if not stamp.get("finished", False):
+            problems.append(f"{experiment}: run {stamp.get('run')} did not finish, so its files may mix with an earlier run's")
+        elif changed:
+            problems.append(f"{experiment}: {', '.join(changed)} not as run {stamp.get('run')} wrote them")
+    for experiment in sorted({row.get("experiment", "") for row in ledger} - stamped):
+        problems.append(f"{experiment}: rows in claims.csv, but no {experiment}.run.json")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", required=True, help="results directory holding claims.csv")
@@ -515,6 +553,9 @@ def main():
     if not shutil.which(args.gnuplot):
         sys.exit(f"make_report: {args.gnuplot} not found (Debian package gnuplot-nox; `make deps`)")
     ledger = read_csv(ledger_path)
+    problems = run_set_problems(results, ledger)
+    if problems:
+        sys.exit(f"make_report: {results}: not one finished run per experiment: {'; '.join(problems)}")
     spec = json.load(open(args.spec)) if os.path.exists(args.spec) else {}
     catalogue, titles, seed_order = parse_catalogue(args.claims_md)
     fig_dir = os.path.join(results, "figures")

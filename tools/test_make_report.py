@@ -78,6 +78,38 @@ def bands_and_labels(svg_path):
     return bands, texts
 
 
+def check_run_stamps(tmp):
+    """run_set_problems: a directory of finished, matching run stamps passes; an unfinished run, a table changed
+    after its run, and ledger rows of an unstamped experiment are each named."""
+    import json
+    import zlib
+    d = os.path.join(tmp, "runs")
+    os.makedirs(d)
+    table = os.path.join(d, "t.csv")
+    with open(table, "wb") as f:
+        f.write(b"a,inputs\n1,random\n")
+    data = open(table, "rb").read()
+
+    def stamp(finished):
+        with open(os.path.join(d, "exp_a.run.json"), "w") as f:
+            json.dump({"format": "attnlab-run-1", "experiment": "exp_a", "run": "h-1-2", "finished": finished,
+                       "tables": [{"file": "t.csv", "bytes": len(data), "crc32": zlib.crc32(data)}], "artifacts": []}, f)
+
+    ledger = [{"experiment": "exp_a"}]
+    check(make_report.run_set_problems(tmp, ledger) == [], "a directory without run stamps was refused")
+    stamp(True)
+    check(make_report.run_set_problems(d, ledger) == [], "a finished run whose table matches was refused")
+    stamp(False)
+    check(any("did not finish" in p for p in make_report.run_set_problems(d, ledger)), "an unfinished run passed")
+    stamp(True)
+    with open(table, "ab") as f:
+        f.write(b"2,random\n")
+    check(any("t.csv not as run h-1-2 wrote them" in p for p in make_report.run_set_problems(d, ledger)),
+          "a table changed after its run passed")
+    check(any("exp_b: rows in claims.csv" in p for p in make_report.run_set_problems(d, ledger + [{"experiment": "exp_b"}])),
+          "ledger rows of an unstamped experiment passed")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gnuplot", default="gnuplot")
@@ -89,6 +121,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="attnlab-report-figures-")
     try:
+        check_run_stamps(tmp)
         # "also": a further table's rows appended, each with the columns its set names (a value or a format over
         # that row); an absent table adds nothing.
         with open(os.path.join(tmp, "random.csv"), "w", newline="") as f:

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <utility>
 #include <unistd.h>
+#include <zlib.h>
 
 namespace attnlab::testing {
 
@@ -43,6 +44,20 @@ std::vector<std::string> ScratchDir::files() const {
 RunResult run_binary(const std::string& name, const std::vector<std::string>& args) {
   const ProcessResult r = run_process(std::string(ATTNLAB_BIN_DIR) + "/" + name, args, true);
   return {r.exit_status, r.output};
+}
+
+std::vector<std::uint8_t> gzip(const std::vector<std::uint8_t>& raw) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::vector<std::uint8_t> out(deflateBound(&zs, static_cast<uLong>(raw.size())) + 64);
+  zs.next_in = const_cast<Bytef*>(raw.data());
+  zs.avail_in = static_cast<uInt>(raw.size());
+  zs.next_out = out.data();
+  zs.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
 }
 
 std::string read_text(const std::filesystem::path& path) {

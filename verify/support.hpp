@@ -40,6 +40,24 @@ struct RunResult {
 // Runs bin/<name> with `args` (no shell), capturing its output.
 RunResult run_binary(const std::string& name, const std::vector<std::string>& args);
 
+// One gzip member (RFC 1952) of `raw`, as gzip -9 writes it: the checks' compressed files.
+std::vector<std::uint8_t> gzip(const std::vector<std::uint8_t>& raw);
+
+// AddressSanitizer reserves terabytes of address space for its shadow memory when a program starts, so no
+// sanitized program can start under an address-space cap (prlimit --as): `make test-sanitize` skips the
+// cases that need one (doctest counts them as skipped, not passed); every other build runs them.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 std::string read_text(const std::filesystem::path& path);
 
 // ---- Ratio checks ----------------------------------------------------------------------------------

@@ -36,20 +36,6 @@ namespace {
 
 const std::uint64_t kAttendSeed = attnlab::testing::test_seed(42);  // ATTNLAB_TEST_SEED overrides it
 
-// AddressSanitizer reserves terabytes of address space for its shadow memory when a program starts, so no
-// sanitized program can start under an address-space cap (prlimit --as): `make test-sanitize` skips the
-// case that needs one (doctest counts it as skipped, not passed); every other build runs it.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
 constexpr Eigen::Index kN = 24, kD = 8, kDv = 5;
 
 // Q, K, V written as float64 files: (n, d) when `heads` is 0, else (2, heads, n, d).
@@ -397,7 +383,7 @@ TEST_CASE("attend never replaces a FIFO, a symbolic link or a device node at --o
 }
 
 TEST_CASE("attend refuses, before allocating it, exact attention that needs more memory than it may use" *
-          doctest::skip(kAddressSanitizer)) {
+          doctest::skip(attnlab::testing::kAddressSanitizer)) {
   // Q, K, V of 16384 x 4 doubles (512 KiB each): exact attention needs a 16384 x 16384 double matrix
   // (2 GiB) per worker; under an address-space cap of 1 GiB the estimate must refuse it with exit 2
   // and point at streaming, instead of failing inside the allocator.
@@ -425,4 +411,25 @@ TEST_CASE("attend refuses, before allocating it, exact attention that needs more
   INFO(e.output);
   CHECK(e.exit_status == 2);
   CHECK(e.output.find("at least 1") != std::string::npos);
+}
+
+TEST_CASE("bug: attend --threads 1024 under a memory cap exited 1 with the OpenMP runtime's message; now exit 2 and one line" *
+          doctest::skip(attnlab::testing::kAddressSanitizer)) {
+  // 1024 heads of 2 x 2, so 1024 workers would run; their stacks (8 MiB each by default) cannot fit in 1 GiB.
+  ScratchDir dir;
+  NpyArray a;
+  a.dtype = NpyDtype::float64;
+  a.shape = {1024, 2, 2};
+  a.values.assign(1024 * 4, 0.25);
+  for (const char* name : {"q.npy", "k.npy", "v.npy"}) write_npy(dir.path() / name, a);
+  const ProcessResult r = run_process(
+      "/usr/bin/prlimit", {"--as=1073741824", std::string(ATTNLAB_BIN_DIR) + "/attend", "--q", (dir.path() / "q.npy").string(),
+                           "--k", (dir.path() / "k.npy").string(), "--v", (dir.path() / "v.npy").string(), "--threads", "1024",
+                           "--out", (dir.path() / "out.npy").string()},
+      true);
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(r.output.find("--threads: 1024 threads need") != std::string::npos);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(!fs::exists(dir.path() / "out.npy"));
 }

@@ -6,6 +6,7 @@
 
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/shard_stamp.hpp"
 #include "support.hpp"
 
 using namespace attnlab;
@@ -26,7 +27,12 @@ void check_tables(const ScratchDir& dir) {
   CHECK(std::filesystem::is_regular_file(dir.path() / ".attnlab-quick"));
   for (const auto& f : dir.files()) {
     INFO("file: " << f);
-    if (f == ".attnlab-quick") continue;
+    // The quick marker, the ledger writers' lock file, and the run's stamp (finished: its tables as written).
+    if (f == ".attnlab-quick" || f == ".claims.csv.lock") continue;
+    if (f.ends_with(".run.json")) {
+      CHECK(read_stamp(dir.path() / f).finished);
+      continue;
+    }
     CHECK(f.ends_with(".csv"));  // no temporary or stray files
     const auto rows = read_csv_file(dir.path() / f);
     REQUIRE(rows.size() >= 2);
@@ -53,6 +59,8 @@ TEST_CASE("experiment quick run: schema, ledger and reproducibility across threa
   REQUIRE(r2.exit_status == 0);
 
   check_tables(one);
+  // One finished run, as its stamp pins it.
+  CHECK_NOTHROW(check_run_set(one.path()));
   const auto ledger = read_ledger(one.path() / "claims.csv");
   REQUIRE(!ledger.empty());
   for (const auto& row : ledger) {
@@ -69,7 +77,8 @@ TEST_CASE("experiment quick run: schema, ledger and reproducibility across threa
   // Same seed and build: identical accuracy tables, whatever the thread count.
   REQUIRE(one.files() == two.files());
   for (const auto& f : one.files()) {
-    if (is_timing_table(f) || f == "claims.csv") continue;  // timings vary; the ledger cites its own paths
+    // Timings vary; the ledger cites its own paths; a run stamp names its run.
+    if (is_timing_table(f) || f == "claims.csv" || f.ends_with(".run.json")) continue;
     INFO("table: " << f);
     CHECK(attnlab::testing::read_text(one.path() / f) == attnlab::testing::read_text(two.path() / f));
   }

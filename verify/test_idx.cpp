@@ -9,12 +9,14 @@
 #include <fstream>
 #include <string>
 #include <vector>
-#include <zlib.h>
+#include <sys/stat.h>
 
 #include "attnlab/io/idx.hpp"
+#include "attnlab/lab/subprocess.hpp"
 #include "support.hpp"
 
 using namespace attnlab;
+using attnlab::testing::gzip;
 using attnlab::testing::ScratchDir;
 namespace fs = std::filesystem;
 
@@ -54,21 +56,6 @@ Bytes images_file(std::uint32_t count, std::uint32_t rows, std::uint32_t cols) {
 }
 
 Bytes labels_file(std::uint32_t count) { return idx_file(0x801, {count}, pattern(count, 10)); }
-
-// One gzip member (RFC 1952) of `raw`, as gzip -9 writes it.
-Bytes gzip(const Bytes& raw) {
-  z_stream zs{};
-  REQUIRE(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) == Z_OK);
-  Bytes out(deflateBound(&zs, static_cast<uLong>(raw.size())) + 64);
-  zs.next_in = const_cast<Bytef*>(raw.data());
-  zs.avail_in = static_cast<uInt>(raw.size());
-  zs.next_out = out.data();
-  zs.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
 
 std::string write(const fs::path& path, const Bytes& b) {
   std::ofstream out(path, std::ios::binary);
@@ -330,4 +317,59 @@ TEST_CASE("The installed Fashion-MNIST is the published data set") {
     CHECK(std::count(data.train_labels.begin(), data.train_labels.end(), c) == 6000);
     CHECK(std::count(data.test_labels.begin(), data.test_labels.end(), c) == 1000);
   }
+}
+
+TEST_CASE("bug: a gzip stream going on past what its header declares was inflated to its end; now reading stops one piece past") {
+  // A header declaring 3 labels, then 64 members of 1 MiB of zeros each: 64 MiB of trailing data, which
+  // the reader used to inflate whole to count them (a 64 KB file here; gigabytes in a hostile one).
+  ScratchDir dir;
+  Bytes file = gzip(labels_file(3));
+  const Bytes member = gzip(Bytes(std::size_t{1} << 20, 0));
+  for (int i = 0; i < 64; ++i) file.insert(file.end(), member.begin(), member.end());
+  check_labels_refused(dir.path() / "labels.gz", file, "more than 1048576 bytes of trailing data: the header says 3 bytes; reading stopped there");
+  // A few trailing bytes are still counted exactly.
+  Bytes few = labels_file(3);
+  few.insert(few.end(), {0, 0});
+  check_labels_refused(dir.path() / "labels.gz", gzip(few), "2 bytes of trailing data: the header says 3 bytes, the file has 5");
+}
+
+TEST_CASE("IDX files are opened without blocking: a FIFO or device is refused at once") {
+  ScratchDir dir;
+  REQUIRE(::mkfifo((dir.path() / "fifo").c_str(), 0644) == 0);
+  const std::string fifo = (dir.path() / "fifo").string();
+  check_message(idx_error([&] { read_idx_images(fifo); }), fifo, "is a FIFO, not a regular file");
+  check_message(idx_error([&] { read_idx_labels("/dev/zero"); }), "/dev/zero", "is a character device, not a regular file");
+}
+
+TEST_CASE("bug: a gzip IDX file declaring 10^7 images (7.8 GB inflated, within the ratio bound) ended in bad_alloc under a "
+          "memory cap; now refused before inflating" * doctest::skip(attnlab::testing::kAddressSanitizer)) {
+  // 10^7 images of 28 x 28 behind a header, as ~30000 gzip members of 256 KiB of zeros each (8 MB of file,
+  // each member ~950:1): exp_vit_training --data on it under a 4 GiB address-space cap. Inflating it would
+  // need 7.8 GB; the header's size is checked against the memory left first.
+  ScratchDir dir;
+  write_small_dataset(dir.path(), 4, 4, 28, 28);
+  const std::uint64_t count = 10'000'000, data = count * 28 * 28;
+  Bytes file = gzip(idx_file(0x803, {static_cast<std::uint32_t>(count), 28, 28}, {}));
+  const std::size_t piece = std::size_t{1} << 18;
+  const Bytes member = gzip(Bytes(piece, 0));
+  for (std::uint64_t done = 0; done < data; done += piece) file.insert(file.end(), member.begin(), member.end());
+  REQUIRE(static_cast<double>(data) / static_cast<double>(file.size()) < 1032);  // within the ratio bound
+  write(dir.path() / "train-images-idx3-ubyte.gz", file);
+  const attnlab::ProcessResult r = attnlab::run_process(
+      "/usr/bin/prlimit", {"--as=4294967296", std::string(ATTNLAB_BIN_DIR) + "/exp_vit_training", "--quick", "--threads", "1",
+                           "--data", dir.path().string(), "--out", (dir.path() / "out").string()},
+      true);
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(contains(r.output, "the header says 10000000 x 28 x 28 = 7840000000 bytes, more than the"));
+  CHECK(contains(r.output, "this process may still use"));
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(!fs::exists(dir.path() / "out"));
+}
+
+TEST_CASE("A data set of 0 images is refused naming the file (clopper_pearson failed without naming it)") {
+  ScratchDir dir;
+  write_small_dataset(dir.path(), 4, 0);
+  const std::string message = idx_error([&] { load_fashion_mnist(dir.path().string()); });
+  check_message(message, (dir.path() / "t10k-images-idx3-ubyte").string(), "0 images: the test set needs at least one");
 }

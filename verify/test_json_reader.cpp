@@ -63,7 +63,14 @@ std::string manifest(const std::string& D = "8", const std::string& stride = "2"
          R"(, "H": 2, "L": 1, "mlp": 12, "n": 16, "patch": 4, "stride": )" + stride +
          R"(, "pad": 1, "image": 8, "classes": 10, "projection_k": 0, "features": 0, "landmarks": 0,
             "pinv_iterations": 0, "seed": 7, "step": 3,
-            "parameters": [{"name": "embed.W", "file": "embed.W.npy", "shape": )" + shape + "}]}";
+            "parameters": [{"name": "embed.W", "file": "embed.W.npy", "shape": )" + shape +
+         R"(, "dtype": "float32", "kind": "parameter"}]})";
+}
+
+// manifest() with its parameters list replaced by `parameters`.
+std::string with_parameters(const std::string& parameters) {
+  std::string text = manifest();
+  return text.substr(0, text.find("\"parameters\"")) + "\"parameters\": " + parameters + "}";
 }
 
 }  // namespace
@@ -74,7 +81,9 @@ TEST_CASE("checkpoint manifest: a good one parses; hostile widths are refused, n
   CHECK(m.info.config.tokens() == 16);
   CHECK(m.info.step == 3);
   REQUIRE(m.tensors.count("embed.W") == 1);
-  CHECK(m.tensors.at("embed.W").second == std::vector<std::size_t>{16, 8});
+  CHECK(m.tensors.at("embed.W").shape == std::vector<std::size_t>{16, 8});
+  CHECK(m.tensors.at("embed.W").file == "embed.W.npy");
+  CHECK(m.tensors.at("embed.W").kind == "parameter");
   // One line: the checkpoint, the file, then the problem.
   const auto refused = [](const std::string& text, const char* fragment) {
     INFO(text);
@@ -95,4 +104,33 @@ TEST_CASE("checkpoint manifest: a good one parses; hostile widths are refused, n
   refused(manifest("8", "2", "7"), "\"shape\" is not an array");
   refused("[]", "manifest is not an object");
   refused("{", "malformed JSON");
+}
+
+TEST_CASE("bug: a manifest giving a width twice (\"D\": 8, then \"D\": 64) was read last-wins; now refused in one line") {
+  std::string text = manifest();
+  text.insert(text.find("\"H\""), "\"D\": 64, ");
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(text, "checkpoint c"), doctest::Contains("duplicate key \"D\""), CheckpointError);
+  // A repeated key holding a newline is named escaped, on one line.
+  CHECK_THROWS_WITH_AS(parse_json("{\"a\\nb\": 1, \"a\\nb\": 2}"), doctest::Contains("duplicate key \"a\\x0ab\""), std::runtime_error);
+}
+
+TEST_CASE("bug: a manifest listing a tensor twice silently took the second entry; now refused, with dtype and kind checked") {
+  const std::string wq = R"({"name": "block0.attn.Wq", "file": "block0.attn.Wq.npy", "shape": [8, 8], "dtype": "float32", "kind": "parameter"})";
+  const std::string wk_as_wq = R"({"name": "block0.attn.Wq", "file": "block0.attn.Wk.npy", "shape": [8, 8], "dtype": "float32", "kind": "parameter"})";
+  CHECK_NOTHROW(parse_checkpoint_manifest(with_parameters("[" + wq + "]"), "checkpoint c"));
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(with_parameters("[" + wq + ", " + wk_as_wq + "]"), "checkpoint c"),
+                       doctest::Contains("\"block0.attn.Wq\" is listed twice"), CheckpointError);
+  // The dtype must be what the files hold (float32), the kind one the loader knows; neither may be missing.
+  const auto entry = [](const std::string& dtype, const std::string& kind) {
+    return with_parameters(R"([{"name": "w", "file": "w.npy", "shape": [2])" + dtype + kind + "}]");
+  };
+  CHECK_NOTHROW(parse_checkpoint_manifest(entry(R"(, "dtype": "float32")", R"(, "kind": "buffer")"), "checkpoint c"));
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry(R"(, "dtype": "float64")", R"(, "kind": "parameter")"), "checkpoint c"),
+                       doctest::Contains("\"w\" has dtype \"float64\"; a checkpoint's tensors are float32"), CheckpointError);
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry(R"(, "dtype": "float32")", R"(, "kind": "weights")"), "checkpoint c"),
+                       doctest::Contains("kind \"weights\", neither parameter nor buffer"), CheckpointError);
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry("", R"(, "kind": "parameter")"), "checkpoint c"),
+                       doctest::Contains("no \"dtype\""), CheckpointError);
+  CHECK_THROWS_WITH_AS(parse_checkpoint_manifest(entry(R"(, "dtype": "float32")", ""), "checkpoint c"),
+                       doctest::Contains("no \"kind\""), CheckpointError);
 }

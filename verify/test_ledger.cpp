@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <thread>
+#include <vector>
 #include <limits>
 
 #include "attnlab/io/ledger.hpp"
@@ -40,7 +42,7 @@ TEST_CASE("an experiment replaces its own rows and leaves the others untouched")
   CHECK(rows[0].note == "only when x, since y");
   CHECK(rows[0].observed == 4.0);
   CHECK(rows[0].experiment == "exp_x");
-  CHECK(dir.files() == std::vector<std::string>{"claims.csv"});
+  CHECK(dir.files() == std::vector<std::string>{".claims.csv.lock", "claims.csv"});  // the writers' lock file stays
 }
 
 TEST_CASE("rows that break the ledger's rules are refused and the ledger is unchanged") {
@@ -109,4 +111,19 @@ TEST_CASE("the vocabularies come from their one definition: verdicts.tsv and cla
   text.replace(text.find("000_b0b7043ddc03e9e4.txt"), 3, "002");
   std::ofstream(ledger) << text;
   CHECK_THROWS_WITH_AS(read_ledger(ledger), doctest::Contains("is not claim R1's document"), std::runtime_error);
+}
+
+TEST_CASE("bug: concurrent updates of one ledger lost rows (read, add, rename raced); now each waits its turn") {
+  // 4 writers at once, 25 updates each, every update adding a row of its own: the ledger must end with
+  // all 100. Without the lock, a writer's rename replaces a ledger read before another writer's rename.
+  ScratchDir dir;
+  const auto ledger = dir.path() / "claims.csv";
+  constexpr int kWriters = 4, kUpdates = 25;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w)
+    writers.emplace_back([&, w] {
+      for (int u = 0; u < kUpdates; ++u) merge_into_ledger(ledger, {row("R" + std::to_string(1 + w * kUpdates + u), Verdict::holds, u)});
+    });
+  for (auto& t : writers) t.join();
+  CHECK(read_ledger(ledger).size() == static_cast<std::size_t>(kWriters * kUpdates));
 }

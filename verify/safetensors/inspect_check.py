@@ -271,7 +271,7 @@ def check_malformed(binary, work):
              "does not hold it"),
             ("index-path", lambda j: j["weight_map"].__setitem__(q0, "../model-00001-of-00002.safetensors"), "not a file name"),
             ("index-no-map", lambda j: j.pop("weight_map"), "no \"weight_map\""),
-            ("index-missing-shard", lambda j: j["weight_map"].__setitem__(q0, "model-00009-of-00009.safetensors"), "cannot open")]:
+            ("index-missing-shard", lambda j: j["weight_map"].__setitem__(q0, "model-00009-of-00009.safetensors"), "no such file")]:
         j = json.loads(json.dumps(idx))
         change(j)
         path = os.path.join(good, name + ".json")

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attnlab/io/file_kind.hpp"
+
 namespace attnlab {
 namespace {
 
@@ -73,16 +75,6 @@ void unregister_temporary(std::size_t index) {
   if (index >= kTempSlots) return;
   std::lock_guard<std::mutex> lock(g_temp_slots_mutex);
   g_temp_slots[index].used.store(false, std::memory_order_release);
-}
-
-const char* file_kind(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
 }
 
 // Closes and unlinks the temporary file unless released after a successful rename.
@@ -186,6 +178,31 @@ void ensure_writable_directory(const std::filesystem::path& dir) {
   // Access checks lie for root; creating a file is the only honest test.
   { TempFile probe(dir / "probe"); }
   remove_stale_temporaries(dir);
+}
+
+std::string output_directory_problem(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path existing = dir.empty() ? fs::path(".") : dir;
+  // The nearest ancestor that exists: where create_directories would make the first new directory.
+  while (!fs::exists(existing, ec)) {
+    const fs::path parent = existing.has_relative_path() ? existing.parent_path() : existing;
+    if (parent == existing || parent.empty()) {
+      existing = ".";
+      break;
+    }
+    existing = parent;
+  }
+  if (!fs::is_directory(existing, ec))
+    return existing == dir ? "output path " + dir.string() + " is not a directory"
+                           : "cannot create output directory " + dir.string() + ": " + existing.string() + " is not a directory";
+  try {
+    // Access checks lie for root; creating a file is the only honest test.
+    TempFile probe(existing / "probe");
+  } catch (const OutputError& e) {
+    return existing == dir ? std::string(e.what()) : "cannot create output directory " + dir.string() + ": " + e.what();
+  }
+  return {};
 }
 
 void remove_stale_temporaries(const std::filesystem::path& dir) {

@@ -40,6 +40,10 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
 // of write_file_atomically whose process has ended.
 void ensure_writable_directory(const std::filesystem::path& dir);
 
+// "" when ensure_writable_directory(dir) would succeed, else the problem, without creating anything: `dir`
+// exists as a directory a file can be created in, or its nearest existing ancestor is one.
+std::string output_directory_problem(const std::filesystem::path& dir);
+
 // Removes temporaries of write_file_atomically in `dir` (.NAME.tmp.PID.XXXXXX) whose process no
 // longer exists and that this user owns; never anything else. Errors are ignored (best effort).
 void remove_stale_temporaries(const std::filesystem::path& dir);

@@ -2,34 +2,43 @@
 
 #include <algorithm>
 #include <climits>
-#include <fstream>
-#include <iterator>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 #include <zlib.h>
+
+#include "attnlab/io/bounded_file.hpp"
 
 namespace attnlab {
 
-FileDigest digest_text(std::string_view text) {
-  FileDigest d;
-  d.bytes = text.size();
-  uLong crc = crc32(0L, Z_NULL, 0);
+namespace {
+
+uLong crc_of(uLong crc, const char* data, std::size_t size) {
   // zlib takes lengths as uInt: feed the text in pieces that fit.
   const std::size_t piece = static_cast<std::size_t>(UINT_MAX);
-  for (std::size_t at = 0; at < text.size(); at += piece) {
-    const std::size_t len = std::min(piece, text.size() - at);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(text.data() + at), static_cast<uInt>(len));
+  for (std::size_t at = 0; at < size; at += piece) {
+    const std::size_t len = std::min(piece, size - at);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data + at), static_cast<uInt>(len));
   }
-  d.crc32 = static_cast<std::uint32_t>(crc);
-  return d;
+  return crc;
+}
+
+}  // namespace
+
+FileDigest digest_text(std::string_view text) {
+  return {text.size(), static_cast<std::uint32_t>(crc_of(crc32(0L, Z_NULL, 0), text.data(), text.size()))};
 }
 
 FileDigest digest_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot be read");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error(path.string() + ": read error");
-  return digest_text(text);
+  // Streamed in pieces through a bounded open: a FIFO or device in a shard directory is refused at once,
+  // and a large artifact (a checkpoint) is never held whole in memory.
+  BoundedFile file(path, std::numeric_limits<std::uint64_t>::max(), "any size");
+  std::vector<char> buffer(std::size_t{1} << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (std::size_t got; (got = file.read(buffer.data(), buffer.size())) > 0;) crc = crc_of(crc, buffer.data(), got);
+  file.expect_end();
+  return {file.size(), static_cast<std::uint32_t>(crc)};
 }
 
 }  // namespace attnlab

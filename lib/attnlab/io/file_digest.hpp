@@ -15,7 +15,7 @@ struct FileDigest {
 };
 
 FileDigest digest_text(std::string_view text);
-// Throws std::runtime_error naming the file if it cannot be read.
+// Throws std::runtime_error (BoundedFileError) naming the file if it cannot be read or is not a regular file.
 FileDigest digest_file(const std::filesystem::path& path);
 
 }  // namespace attnlab

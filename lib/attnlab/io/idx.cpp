@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <zlib.h>
+
+#include "attnlab/io/bounded_file.hpp"
+#include "attnlab/io/memory_budget.hpp"
 
 namespace attnlab {
 namespace {
@@ -125,20 +127,17 @@ class GzipSource final : public ByteSource {
 };
 
 std::vector<std::uint8_t> read_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (status.type() == fs::file_type::not_found) throw_idx_error(path, fmt::format("no such file ({})", kPackageHint));
-  if (status.type() == fs::file_type::directory) throw_idx_error(path, "is a directory, not an IDX file");
-  if (status.type() != fs::file_type::regular) throw_idx_error(path, "not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  const auto size = fs::file_size(path, ec);
-  if (!in || ec) throw_idx_error(path, "cannot open for reading");
-  if (size > static_cast<std::uintmax_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw_idx_error(path, "file too large");
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (static_cast<std::size_t>(in.gcount()) != bytes.size()) throw_idx_error(path, "read error: the file is shorter than its size said");
-  if (in.peek() != std::ifstream::traits_type::eof()) throw_idx_error(path, "read error: the file grew while being read");
-  return bytes;
+  // Bounded and non-blocking: a FIFO or device is refused at once, a file larger than the memory left
+  // before it is read.
+  const double avail = available_memory();
+  try {
+    return read_bounded_bytes(path, avail >= 1.8e19 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(std::max(avail, 0.0)),
+                              "the memory this process may still use");
+  } catch (const BoundedFileError& e) {
+    if (e.problem() == "no such file") throw_idx_error(path, fmt::format("no such file ({})", kPackageHint));
+    if (e.problem().starts_with("is a directory")) throw_idx_error(path, "is a directory, not an IDX file");
+    throw_idx_error(path, e.problem());
+  }
 }
 
 std::unique_ptr<ByteSource> make_source(std::vector<std::uint8_t> bytes, const std::string& path) {
@@ -199,6 +198,11 @@ Parsed parse_idx(std::vector<std::uint8_t> bytes, const std::string& path, unsig
   if (source->exact() && bound > need)
     throw_idx_error(path, fmt::format("{} of trailing data: the header says {}, the file has {}", plural(bound - need, "byte", "bytes"), need_text, bound));
   if (need > static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw_idx_error(path, "data too large for this machine");
+  // A gzip file may declare (and hold) up to 1032 times its size: held in memory, the data must fit in what
+  // this process may still use, checked before the first byte is inflated.
+  if (const double avail = available_memory(); static_cast<double>(need) > avail)
+    throw_idx_error(path, fmt::format("the header says {}, more than the {} this process may still use", need_text,
+                                      gib_text(std::max(avail, 0.0))));
 
   // The buffer grows only as decompressed bytes arrive.
   const auto total = static_cast<std::size_t>(need);
@@ -210,9 +214,13 @@ Parsed parse_idx(std::vector<std::uint8_t> bytes, const std::string& path, unsig
     if (got < want)
       throw_idx_error(path, fmt::format("truncated data: the header says {}, the file has {}", need_text, old + got));
   }
-  std::uint64_t extra = 0;
+  // Past the declared size, at most one piece more is inflated: a few trailing bytes are counted, a
+  // stream that goes on (a bomb behind a small header) is stopped there.
   std::vector<std::uint8_t> scratch(kChunk);
-  for (std::size_t got; (got = source->read(scratch.data(), scratch.size())) > 0;) extra += got;
+  const std::size_t extra = source->read(scratch.data(), scratch.size());
+  if (extra == kChunk && source->read(scratch.data(), 1) > 0)
+    throw_idx_error(path, fmt::format("more than {} of trailing data: the header says {}; reading stopped there",
+                                      plural(extra, "byte", "bytes"), need_text));
   if (extra > 0)
     throw_idx_error(path, fmt::format("{} of trailing data: the header says {}, the file has {}", plural(extra, "byte", "bytes"), need_text, need + extra));
   return out;
@@ -253,6 +261,9 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
     const std::string images_path = find_file(dir, fmt::format("{}-images-idx3-ubyte", split));
     const std::string labels_path = find_file(dir, fmt::format("{}-labels-idx1-ubyte", split));
     images = read_idx_images(images_path);
+    // A valid IDX file, but no data set: accuracy and its interval need at least one image.
+    if (images.count == 0)
+      throw_idx_error(images_path, fmt::format("0 images: the {} set needs at least one", std::string(split) == "train" ? "training" : "test"));
     labels = read_idx_labels(labels_path);
     if (static_cast<std::int64_t>(labels.size()) != images.count)
       throw_idx_error(labels_path, fmt::format("{} but {} holds {}", plural(labels.size(), "label", "labels"), images_path,

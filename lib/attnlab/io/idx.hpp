@@ -33,7 +33,10 @@ inline constexpr int kIdxClasses = 10;
 // (recognised by its gzip magic, whatever its name). Throws IdxError for a missing file, a wrong
 // magic or dimension count, zero rows or columns, corrupt or truncated gzip data, data shorter or
 // longer than the header says. Nothing is allocated beyond what the file actually holds, so a
-// header that lies about its counts costs nothing.
+// header that lies about its counts costs nothing. The file is opened without blocking and must be a
+// regular file (a FIFO is refused at once); what the header declares must fit in the memory this
+// process may still use (checked before inflating), and inflating stops one piece (1 MiB) past the
+// declared size when the data go on.
 IdxImages read_idx_images(const std::string& path);
 
 // Reads a label file: magic 0x00000801 (unsigned bytes, 1 dimension), count as big-endian u32,
@@ -54,8 +57,8 @@ struct FashionMnist {
 
 // Reads {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz from `dir` (each also accepted
 // uncompressed, without .gz). Throws IdxError naming the file and the Debian package when a file
-// is missing, for anything read_idx_* refuse, for image and label counts that disagree, and for
-// training and test images of different sizes. The image size itself is not fixed here: the
+// is missing, for anything read_idx_* refuse, for a set of 0 images, for image and label counts that
+// disagree, and for training and test images of different sizes. The image size itself is not fixed here: the
 // model checks the size it needs.
 FashionMnist load_fashion_mnist(const std::string& dir = kFashionMnistDir);
 

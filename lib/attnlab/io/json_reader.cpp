@@ -1,6 +1,8 @@
 // A small strict JSON reader (json_reader.hpp).
 #include "attnlab/io/json_reader.hpp"
 
+#include "attnlab/io/printable.hpp"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -101,7 +103,7 @@ class JsonParser {
           // A repeated key is refused: which value counts would otherwise be up to the reader.
           if (!obj->emplace(key, value(depth + 1)).second) {
             i_ = key_at;
-            fail("duplicate key \"" + key + "\"");
+            fail("duplicate key \"" + escaped(key) + "\"");  // one line even for a key holding a newline
           }
         } while (eat(','));
         expect('}');

@@ -11,6 +11,7 @@
 
 #include "attnlab/io/atomic_file.hpp"
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/file_lock.hpp"
 
 namespace attnlab {
 
@@ -111,12 +112,19 @@ std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file) {
   return out;
 }
 
+std::filesystem::path ledger_lock_path(const std::filesystem::path& ledger_file) {
+  return ledger_file.parent_path() / ("." + ledger_file.filename().string() + ".lock");
+}
+
 void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vector<ClaimRow>& rows) {
   std::set<std::string> new_ids;
   for (const auto& r : rows) {
     validate(r);
     if (!new_ids.insert(r.id).second) throw std::invalid_argument("ledger: duplicate id " + r.id);
   }
+  // One writer at a time: two experiments finishing together into one directory would otherwise each read
+  // the ledger, add their rows and rename, the second rename dropping the first one's rows.
+  FileLock lock(ledger_lock_path(ledger_file));
   std::vector<ClaimRow> merged;
   for (auto& old : read_ledger(ledger_file))
     if (!new_ids.count(old.id)) merged.push_back(std::move(old));

@@ -46,8 +46,12 @@ bool claim_id_less(const std::string& a, const std::string& b);
 // naming the file on a wrong header or a malformed row.
 std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file);
 
+// The lock file merge_into_ledger holds while it updates `ledger_file`: .claims.csv.lock beside it.
+std::filesystem::path ledger_lock_path(const std::filesystem::path& ledger_file);
+
 // Replaces the rows whose ids appear in `rows` and keeps every other row, then writes
-// the ledger sorted by id, atomically. Throws std::invalid_argument on a row that breaks
+// the ledger sorted by id, atomically, all under an exclusive lock on ledger_lock_path (FileLock): of
+// several processes updating one ledger at once, each waits its turn and none loses another's rows. Throws std::invalid_argument on a row that breaks
 // the ledger's rules (duplicate id, a verdict without evidence, a row naming no experiment, a conditional
 // or inconclusive or untested verdict without a note, a non-finite number).
 void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vector<ClaimRow>& rows);

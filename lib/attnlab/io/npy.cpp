@@ -14,12 +14,13 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string_view>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/bounded_file.hpp"
+#include "attnlab/io/memory_budget.hpp"
 #include "attnlab/io/printable.hpp"
 
 namespace attnlab {
@@ -335,39 +336,44 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& name
 
 namespace {
 
-// Reads from `in` until `bytes` holds `size` bytes; a file that shrank meanwhile is an error.
-void read_until(std::ifstream& in, std::vector<unsigned char>& bytes, std::size_t size, const std::string& name) {
+// Reads from `file` until `bytes` holds `size` bytes.
+void read_until(BoundedFile& file, std::vector<unsigned char>& bytes, std::size_t size) {
   const std::size_t old = bytes.size();
   if (size <= old) return;
   bytes.resize(size);
-  in.read(reinterpret_cast<char*>(bytes.data() + old), static_cast<std::streamsize>(size - old));
-  if (static_cast<std::size_t>(in.gcount()) != size - old) throw_npy_error(name, "read error: the file is shorter than its size said");
+  file.read_at(old, bytes.data() + old, size - old);
+}
+
+std::uint64_t byte_bound(double bytes) {
+  return bytes >= 1.8e19 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(std::max(bytes, 0.0));
 }
 
 }  // namespace
 
-// Reads in three bounded steps, prefix, header, data, each sized by what came before and
-// checked against the file's size, so a lying length field never causes a large allocation.
+// Opens without blocking (a FIFO or device is refused at once), then reads in three bounded steps,
+// prefix, header, data, each sized by what came before and checked against the file's size, so a lying
+// length field never causes a large allocation; the data only once the file's bytes and its values (as
+// doubles) are known to fit in the memory this process may still use.
 NpyArray read_npy(const std::filesystem::path& path) {
   const std::string name = path.string();
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (status.type() == std::filesystem::file_type::not_found) throw_npy_error(name, "no such file");
-  if (status.type() == std::filesystem::file_type::directory) throw_npy_error(name, "is a directory, not an .npy file");
-  if (status.type() != std::filesystem::file_type::regular) throw_npy_error(name, "not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  const auto total = std::filesystem::file_size(path, ec);
-  if (!in || ec) throw_npy_error(name, "cannot open for reading");
-  if (total > static_cast<std::uintmax_t>(std::numeric_limits<std::ptrdiff_t>::max())) throw_npy_error(name, "file too large");
-  const auto size = static_cast<std::size_t>(total);
-
-  std::vector<unsigned char> bytes;
-  read_until(in, bytes, std::min(size, kMaxPrefixBytes), name);
-  read_until(in, bytes, header_end(bytes, size, name), name);
-  const Layout layout = parse_layout(bytes, size, name);
-  read_until(in, bytes, layout.data_offset + layout.data_bytes, name);
-  if (in.peek() != std::ifstream::traits_type::eof()) throw_npy_error(name, "read error: the file grew while being read");
-  return parse_npy(bytes, name);
+  const double avail = available_memory();
+  try {
+    BoundedFile file(path, byte_bound(avail), "the memory this process may still use");
+    const std::size_t size = static_cast<std::size_t>(file.size());
+    std::vector<unsigned char> bytes;
+    read_until(file, bytes, std::min(size, kMaxPrefixBytes));
+    read_until(file, bytes, header_end(bytes, size, name));
+    const Layout layout = parse_layout(bytes, size, name);
+    const double need = static_cast<double>(size) + static_cast<double>(layout.data_bytes / item_size(layout.header.dtype)) * 8.0;
+    if (need > avail)
+      throw_npy_error(name, fmt::format("reading it needs about {} (the file and its values as doubles), {} available",
+                                        gib_text(need), gib_text(std::max(avail, 0.0))));
+    read_until(file, bytes, layout.data_offset + layout.data_bytes);
+    file.expect_end();
+    return parse_npy(bytes, name);
+  } catch (const BoundedFileError& e) {
+    throw_npy_error(name, e.problem());
+  }
 }
 
 std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {

@@ -10,18 +10,15 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <limits>
 #include <optional>
-#include <sys/stat.h>
 #include <type_traits>
-#include <unistd.h>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/bounded_file.hpp"
 #include "attnlab/io/json_reader.hpp"
 #include "attnlab/io/printable.hpp"
 
@@ -163,8 +160,6 @@ SafetensorsTensor parse_entry(const std::string& file, const std::string& name, 
   return t;
 }
 
-std::string st_errno_text() { return std::strerror(errno); }
-
 }  // namespace
 
 std::string to_string(SafetensorsDtype dtype) { return info(dtype).name; }
@@ -255,45 +250,31 @@ class ByteSource {
 
 namespace {
 
-// A regular file opened read-only without blocking (a FIFO would block open() until a writer came) and
-// without becoming our terminal; its size fixed when opened, reads by pread (thread-safe, no shared offset).
+// A regular file opened without blocking, its size fixed when opened (BoundedFile: a FIFO or device is
+// refused at once); reads by pread (thread-safe, no shared offset).
 class FileSource : public detail::ByteSource {
  public:
-  explicit FileSource(const std::filesystem::path& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd_ < 0) st_refuse(path.string(), "cannot open: " + st_errno_text());
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) {
-      const std::string why = st_errno_text();
-      ::close(fd_);
-      st_refuse(path.string(), "cannot stat: " + why);
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      st_refuse(path.string(), S_ISDIR(st.st_mode) ? "is a directory, not a file" : "is not a regular file (a FIFO, device or socket)");
-    }
-    size_ = static_cast<std::uint64_t>(st.st_size);
-  }
-  ~FileSource() override { ::close(fd_); }
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
+  explicit FileSource(const std::filesystem::path& path) : file_(open(path)) {}
 
-  std::uint64_t size() const override { return size_; }
+  std::uint64_t size() const override { return file_.size(); }
   void read(std::uint64_t offset, std::size_t count, unsigned char* out, const std::string& file) const override {
-    while (count > 0) {
-      const ssize_t n = ::pread(fd_, out, count, static_cast<off_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) st_refuse(file, fmt::format("cannot read {} bytes at offset {}: {}", count, offset, st_errno_text()));
-      if (n == 0) st_refuse(file, fmt::format("the file ended at byte {}: it shrank after it was opened", offset));
-      out += n;
-      offset += static_cast<std::uint64_t>(n);
-      count -= static_cast<std::size_t>(n);
+    try {
+      file_.read_at(offset, out, count);
+    } catch (const BoundedFileError& e) {
+      st_refuse(file, e.problem());
     }
   }
 
  private:
-  int fd_ = -1;
-  std::uint64_t size_ = 0;
+  static BoundedFile open(const std::filesystem::path& path) {
+    try {
+      // No bound on the size: tensors are read by ranges, never the file whole.
+      return BoundedFile(path, std::numeric_limits<std::uint64_t>::max(), "any size");
+    } catch (const BoundedFileError& e) {
+      st_refuse(path.string(), e.problem());
+    }
+  }
+  BoundedFile file_;
 };
 
 class MemorySource : public detail::ByteSource {
@@ -423,11 +404,11 @@ void SafetensorsFile::read_rows(const SafetensorsTensor& t, std::uint64_t first_
 }
 
 std::string read_bounded_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
-  const FileSource f(path);
-  if (f.size() > max_bytes) st_refuse(path.string(), fmt::format("{} bytes, more than the {} such a file may have", f.size(), max_bytes));
-  std::string text(static_cast<std::size_t>(f.size()), '\0');
-  f.read(0, text.size(), reinterpret_cast<unsigned char*>(text.data()), path.string());
-  return text;
+  try {
+    return read_bounded_text(path, max_bytes, fmt::format("the {} bytes such a file may have", max_bytes));
+  } catch (const BoundedFileError& e) {
+    st_refuse(path.string(), e.problem());
+  }
 }
 
 JsonObject read_bounded_json_object(const std::filesystem::path& path, std::uint64_t max_bytes, const std::string& what) {

@@ -117,8 +117,8 @@ class SafetensorsFile {
 };
 
 // Reads a small side file (an index, a config.json) that may be hostile: a regular file (opened without
-// blocking), at most `max_bytes` long. Throws SafetensorsError "<path>: <problem>". (The shared bounded
-// open of the io layer can take this one's place.)
+// blocking), at most `max_bytes` long: read_bounded_text (bounded_file.hpp) with its refusals as
+// SafetensorsError "<path>: <problem>".
 std::string read_bounded_file(const std::filesystem::path& path, std::uint64_t max_bytes);
 // The same file parsed as a JSON object (an index, a config.json); `what` says what the object should
 // hold, for the message when it is not one. Throws SafetensorsError "<path>: <problem>".

@@ -96,16 +96,7 @@ void ExperimentCli::split_measurement() {
 }
 
 void ExperimentCli::parse(int argc, char** argv) {
-  try {
-    parser_->parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", parser_->help());
-    std::exit(0);
-  } catch (const CLI::ParseError& e) {
-    // One line naming the problem; CLI11's own failure message adds a second line.
-    fmt::print(stderr, "{}: {}\n", name_, e.what());
-    std::exit(kExitUsage);
-  }
+  if (const auto status = parse_command_line(*parser_, argc, argv)) std::exit(*status);
   try {
     if (given_) given_->load();
   } catch (const GivenInputsError& e) {
@@ -149,10 +140,10 @@ void ExperimentCli::parse(int argc, char** argv) {
   }
   // Quick runs land in quick-results unless told otherwise, never in the committed results.
   if (options_.quick && parser_->count("--out") == 0 && !judging_) options_.out = "quick-results";
-  try {
-    ensure_writable_directory(options_.out);
-  } catch (const OutputError& e) {
-    fmt::print(stderr, "{}: --out: {}\n", name_, e.what());
+  // Checked here, created (and marked quick) only when the run writes its first file (prepare_out): an
+  // input refused after parsing (a checkpoint, the data set) leaves nothing behind.
+  if (const std::string problem = output_directory_problem(options_.out); !problem.empty()) {
+    fmt::print(stderr, "{}: --out: {}\n", name_, problem);
     std::exit(kExitUsage);
   }
   if (!uses_given()) {
@@ -166,14 +157,6 @@ void ExperimentCli::parse(int argc, char** argv) {
       fmt::print(stderr, "{}: --out: {} holds --quick results ({}); give a full run another directory\n", name_,
                  options_.out.string(), kQuickMarker);
       std::exit(kExitUsage);
-    }
-    if (options_.quick && !marked_quick) {
-      try {
-        write_file_atomically(options_.out / kQuickMarker, kQuickMarkerText);
-      } catch (const OutputError& e) {
-        fmt::print(stderr, "{}: --out: {}\n", name_, e.what());
-        std::exit(kExitUsage);
-      }
     }
   }
   if (uses_given() && std::filesystem::exists(ledger_path())) {
@@ -193,6 +176,14 @@ const GivenInputs& ExperimentCli::given() const {
   return *given_;
 }
 
+void ExperimentCli::prepare_out() const {
+  if (out_prepared_) return;
+  ensure_writable_directory(options_.out);
+  if (options_.quick && !uses_given() && !std::filesystem::exists(options_.out / kQuickMarker))
+    write_file_atomically(options_.out / kQuickMarker, kQuickMarkerText);
+  out_prepared_ = true;
+}
+
 void ExperimentCli::write_table(const CsvTable& table, const std::string& file) const {
   table.with_column(text_col("inputs"), inputs_label()).write(output_path(file));
   if (std::find(written_.begin(), written_.end(), file) == written_.end()) written_.push_back(file);
@@ -201,6 +192,7 @@ void ExperimentCli::write_table(const CsvTable& table, const std::string& file) 
 void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
   // No rows (a user's --checkpoint, a judge with nothing to judge): no ledger is created or rewritten.
   if (uses_given() || rows.empty()) return;
+  prepare_out();
   std::vector<ClaimRow> named = rows;
   for (auto& r : named) r.experiment = name_;  // provenance: the report's "reproduce" line reads it
   merge_into_ledger(ledger_path(), named);
@@ -219,7 +211,10 @@ std::string ExperimentCli::measurement_options() const {
   return text;
 }
 
-std::filesystem::path ExperimentCli::output_path(const std::string& file) const { return options_.out / file; }
+std::filesystem::path ExperimentCli::output_path(const std::string& file) const {
+  prepare_out();  // a path to write to: --out exists (and is marked quick) from here on
+  return options_.out / file;
+}
 
 std::string ExperimentCli::evidence_path(const std::string& file) const {
   namespace fs = std::filesystem;
@@ -252,6 +247,72 @@ int run_experiment(const std::string& name, const std::function<void()>& body) {
 
 namespace {
 
+// A stamp of this run's kind, without its files.
+ShardStamp stamp_of(const ExperimentCli& cli) {
+  ShardStamp stamp;
+  stamp.experiment = cli.name();
+  stamp.shard = cli.shard().index();
+  stamp.shards = cli.shard().count();
+  stamp.seed = cli.options().seed;
+  stamp.quick = cli.options().quick;
+  // The build and its vector ISA: two builds of one commit for different ISAs write different bits.
+  stamp.build = fmt::format("{} {}", build_id(), build_isa());
+  stamp.options = cli.measurement_options();
+  stamp.sweeps.assign(cli.shard().sweep_sizes().begin(), cli.shard().sweep_sizes().end());
+  stamp.hosts = {{stamp.shard, this_host(), this_cpu()}};
+  return stamp;
+}
+
+// Pins the tables this run wrote and every file of its artifact directories.
+void stamp_files(ShardStamp& stamp, const ExperimentCli& cli) {
+  const std::filesystem::path& out = cli.options().out;
+  for (const auto& file : cli.written_tables())
+    if (std::none_of(stamp.tables.begin(), stamp.tables.end(), [&](const StampedTable& t) { return t.file == file; }))
+      stamp.tables.push_back({file, digest_file(out / file)});
+  for (const auto& rel : cli.artifact_dirs()) {
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(out / rel))
+      // Hidden files are write_file_atomically's temporaries, never results.
+      if (entry.is_regular_file() && !entry.path().filename().string().starts_with("."))
+        files.push_back(entry.path().lexically_relative(out).generic_string());
+    std::sort(files.begin(), files.end());  // directory order is the file system's; the stamp's is fixed
+    for (const auto& f : files) stamp.artifacts.push_back({f, digest_file(out / f)});
+  }
+}
+
+// A run that writes ledger rows is one unit (shard_stamp.hpp): its unfinished stamp replaces the previous
+// run's before anything else is written, keeping that run's files listed, so a run killed midway leaves
+// a directory readers refuse, naming which files are still the previous run's.
+std::string begin_run(const ExperimentCli& cli) {
+  const std::filesystem::path path = run_stamp_path(cli.options().out, cli.name());
+  ShardStamp stamp = stamp_of(cli);
+  stamp.run = true;
+  stamp.finished = false;
+  stamp.run_id = new_run_id();
+  if (std::filesystem::exists(path)) {
+    try {
+      const ShardStamp previous = read_stamp(path);
+      stamp.previous_run = previous.finished ? previous.run_id : previous.previous_run;
+      stamp.tables = previous.tables;
+      stamp.artifacts = previous.artifacts;
+    } catch (const StampError&) {
+      // Not a stamp we can read: nothing of it is kept, and the unfinished stamp names no previous run.
+    }
+  }
+  write_file_atomically(path, stamp_json(stamp));
+  return stamp.run_id;
+}
+
+// The finished stamp, written last: every table (with --judge, the merged ones too) and artifact.
+void finish_run(const std::string& run_id, const ExperimentCli& cli) {
+  ShardStamp stamp = stamp_of(cli);
+  stamp.run = true;
+  stamp.run_id = run_id;
+  if (cli.judging()) stamp.tables = read_stamp(merged_stamp_path(cli.options().out, cli.name())).tables;
+  stamp_files(stamp, cli);
+  write_file_atomically(run_stamp_path(cli.options().out, cli.name()), stamp_json(stamp));
+}
+
 // Judges the tables in `dir`, writes the rows into the ledger and prints each verdict on stdout, one line
 // per claim, the run's summary for whoever started it (none on given inputs: no verdict is formed there).
 void judge_and_record(const ExperimentCli& cli, const ExperimentParts& parts, const std::filesystem::path& dir) {
@@ -268,13 +329,13 @@ int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
     if (!cli.splits_measurement())
       throw std::logic_error("split_measurement() was not called before parse() (a defect of the experiment)");
     const std::filesystem::path& out = cli.options().out;
-    if (cli.judging()) {
-      judge_and_record(cli, parts, out);
-      return;
-    }
+    cli.prepare_out();
     if (!cli.sharded()) {
-      parts.measure(Shard());
+      // A run on the user's matrices writes tables only, no ledger rows: it is not stamped.
+      const std::string run_id = cli.uses_given() ? std::string() : begin_run(cli);
+      if (!cli.judging()) parts.measure(Shard());
       judge_and_record(cli, parts, out);
+      if (!run_id.empty()) finish_run(run_id, cli);
       return;
     }
     // A shard: the old stamp goes first, the new one last, so a task killed midway leaves no stamp and
@@ -284,27 +345,8 @@ int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
     std::filesystem::remove(stamp_path, ec);
     if (ec) throw OutputError(fmt::format("{}: cannot remove the old stamp: {}", stamp_path.string(), ec.message()));
     parts.measure(cli.shard());
-    ShardStamp stamp;
-    stamp.experiment = cli.name();
-    stamp.shard = cli.shard().index();
-    stamp.shards = cli.shard().count();
-    stamp.seed = cli.options().seed;
-    stamp.quick = cli.options().quick;
-    // The build and its vector ISA: two builds of one commit for different ISAs write different bits.
-    stamp.build = fmt::format("{} {}", build_id(), build_isa());
-    stamp.options = cli.measurement_options();
-    stamp.sweeps.assign(cli.shard().sweep_sizes().begin(), cli.shard().sweep_sizes().end());
-    stamp.hosts = {{stamp.shard, this_host(), this_cpu()}};
-    for (const auto& file : cli.written_tables()) stamp.tables.push_back({file, digest_file(out / file)});
-    for (const auto& rel : cli.artifact_dirs()) {
-      std::vector<std::string> files;
-      for (const auto& entry : std::filesystem::recursive_directory_iterator(out / rel))
-        // Hidden files are write_file_atomically's temporaries, never results.
-        if (entry.is_regular_file() && !entry.path().filename().string().starts_with("."))
-          files.push_back(entry.path().lexically_relative(out).generic_string());
-      std::sort(files.begin(), files.end());  // directory order is the file system's; the stamp's is fixed
-      for (const auto& f : files) stamp.artifacts.push_back({f, digest_file(out / f)});
-    }
+    ShardStamp stamp = stamp_of(cli);
+    stamp_files(stamp, cli);
     write_file_atomically(stamp_path, stamp_json(stamp));
   });
 }

@@ -72,7 +72,7 @@ class ExperimentCli {
   bool splits_measurement() const { return split_; }
 
   // Parses the flags (with --judge DIR: seed and quick/full from DIR's merged stamp, --out is DIR), loads
-  // and checks given inputs, checks that --out is writable (and,
+  // and checks given inputs, checks that --out can be created or written, without creating it (and,
   // with given inputs, holds no claims.csv, so user runs never mix with the ledger's
   // evidence) and sets the thread count. On bad input prints one line naming the problem
   // and exits with status 2; on --help prints the help and exits with 0.
@@ -113,7 +113,12 @@ class ExperimentCli {
   // verdict is about our sweep, and the user's data yields a report about that data only.
   void write_claims(const std::vector<ClaimRow>& rows) const;
 
-  // <out>/<file>, and the same path relative to the repository root for the ledger.
+  // Creates --out (and in quick mode marks it with kQuickMarker) the first time the run writes there;
+  // parse() only checks that it can be. Throws OutputError.
+  void prepare_out() const;
+
+  // <out>/<file> (a path to write to: prepare_out() first), and the same path relative to the repository
+  // root for the ledger.
   std::filesystem::path output_path(const std::string& file) const;
   std::string evidence_path(const std::string& file) const;
   std::filesystem::path ledger_path() const { return options_.out / "claims.csv"; }
@@ -129,6 +134,7 @@ class ExperimentCli {
   std::filesystem::path judge_dir_;
   Shard shard_;
   bool split_ = false, sharded_ = false, judging_ = false;
+  mutable bool out_prepared_ = false;
   mutable std::vector<std::string> written_, artifact_dirs_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <unistd.h>
 #include <fmt/ranges.h>
 #include <fstream>
 #include <iterator>
@@ -43,9 +44,29 @@ bool same_directory(const fs::path& a, const fs::path& b) {
   return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
 }
 
+// What in `dir` shows it holds a run: claims.csv or a stamp; "" when nothing does.
+std::string run_evidence(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / "claims.csv", ec)) return "claims.csv";
+  std::vector<std::string> stamps;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.ends_with(".run.json") || name.ends_with(".merged.json") || name.ends_with(".shard.json")) stamps.push_back(name);
+  }
+  std::sort(stamps.begin(), stamps.end());
+  return stamps.empty() ? std::string() : stamps.front();
+}
+
+void write_outputs(const fs::path& dir, const std::vector<std::pair<fs::path, std::string>>& files) {
+  for (const auto& [rel, text] : files) {
+    fs::create_directories((dir / rel).parent_path());
+    write_file_atomically(dir / rel, text);
+  }
+}
+
 }  // namespace
 
-std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, const fs::path& out) {
+std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, const fs::path& out, bool replace) {
   if (shard_dirs.empty()) throw MergeError("no shard directories given");
   // 1. Every stamp in every directory, grouped by experiment.
   std::map<std::string, std::vector<Found>> by_experiment;
@@ -168,7 +189,30 @@ std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, c
     merged_names.push_back(experiment);
   }
 
-  // 3. The output directory: quick and full never mix (quick_marker.hpp).
+  // 3. The output directory: quick and full never mix (quick_marker.hpp), and a run already there is
+  // replaced whole or not at all (a merge beside another run's tables and ledger would mix two runs).
+  const std::string evidence = fs::exists(out) ? run_evidence(out) : std::string();
+  if (replace && !evidence.empty()) {
+    // Everything goes to a new directory beside --out, which then takes --out's place.
+    const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+    const std::string base = out.filename().empty() ? out.parent_path().filename().string() : out.filename().string();
+    const fs::path stage = parent / fmt::format(".{}.merge.{}", base, ::getpid()), old = parent / fmt::format(".{}.replaced.{}", base, ::getpid());
+    std::error_code ec;
+    fs::remove_all(stage, ec);
+    try {
+      ensure_writable_directory(stage);
+    } catch (const OutputError& e) {
+      throw MergeError(fmt::format("--out: {}", e.what()));
+    }
+    std::vector<std::pair<fs::path, std::string>> files;
+    if (*quick) files.push_back({kQuickMarker, kQuickMarkerText});
+    for (const auto& o : outputs) files.push_back({o.path.lexically_relative(out), o.text});
+    write_outputs(stage, files);
+    fs::rename(out, old);
+    fs::rename(stage, out);
+    fs::remove_all(old, ec);
+    return merged_names;
+  }
   try {
     ensure_writable_directory(out);
   } catch (const OutputError& e) {
@@ -179,6 +223,9 @@ std::vector<std::string> merge_shards(const std::vector<fs::path>& shard_dirs, c
     throw MergeError(fmt::format("--out {} holds a full run's claims.csv; merge quick shards elsewhere", out.string()));
   if (!*quick && out_quick)
     throw MergeError(fmt::format("--out {} holds --quick results ({}); merge full shards elsewhere", out.string(), kQuickMarker));
+  if (!evidence.empty())
+    throw MergeError(fmt::format("--out {} holds another run ({}); merge into an empty directory, or give --replace to "
+                                 "replace that run whole", out.string(), evidence));
   for (const auto& o : outputs) {
     try {
       check_output_file(o.path);

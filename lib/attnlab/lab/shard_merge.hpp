@@ -23,8 +23,10 @@ struct MergeError : std::runtime_error {
 // Artifacts (stamped files other than tables, such as checkpoints) are copied as they are; two shards
 // that wrote the same artifact are refused.
 // `out` may not be one of the shard directories, and may not hold a quick run when the shards are full
-// or the reverse. Nothing is written when any check fails. Returns the merged experiments' names, sorted.
+// or the reverse, nor another run (claims.csv or a stamp) unless `replace`: then everything is written
+// into a new directory beside `out`, which takes its place (the old `out`, with all it held, is removed).
+// Nothing is written when any check fails. Returns the merged experiments' names, sorted.
 std::vector<std::string> merge_shards(const std::vector<std::filesystem::path>& shard_dirs,
-                                      const std::filesystem::path& out);
+                                      const std::filesystem::path& out, bool replace = false);
 
 }  // namespace attnlab

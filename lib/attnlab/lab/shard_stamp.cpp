@@ -1,12 +1,17 @@
 #include "attnlab/lab/shard_stamp.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <chrono>
 #include <fstream>
-#include <iterator>
+#include <set>
 #include <unistd.h>
 
+#include "attnlab/io/bounded_file.hpp"
 #include "attnlab/io/json_reader.hpp"
+#include "attnlab/io/ledger.hpp"
 
 namespace attnlab {
 
@@ -14,6 +19,9 @@ namespace {
 
 constexpr const char* kShardFormat = "attnlab-shard-2";
 constexpr const char* kMergedFormat = "attnlab-merged-2";
+constexpr const char* kRunFormat = "attnlab-run-1";
+// A stamp is a few lines per table: a larger file is not one (read_stamp refuses it unread).
+constexpr std::uint64_t kMaxStampBytes = std::uint64_t{16} << 20;
 
 // JSON string escaping for the few fields a stamp holds (names, host, CPU model).
 std::string json_quote(const std::string& s) {
@@ -56,11 +64,26 @@ std::filesystem::path shard_stamp_path(const std::filesystem::path& dir, const s
 std::filesystem::path merged_stamp_path(const std::filesystem::path& dir, const std::string& experiment) {
   return dir / (experiment + ".merged.json");
 }
+std::filesystem::path run_stamp_path(const std::filesystem::path& dir, const std::string& experiment) {
+  return dir / (experiment + ".run.json");
+}
+std::filesystem::path stamp_path(const std::filesystem::path& dir, const ShardStamp& stamp) {
+  return stamp.run ? run_stamp_path(dir, stamp.experiment)
+                   : stamp.merged ? merged_stamp_path(dir, stamp.experiment) : shard_stamp_path(dir, stamp.experiment);
+}
+
+std::string new_run_id() {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return fmt::format("{}-{}-{:x}", this_host(), static_cast<long>(::getpid()), static_cast<unsigned long long>(ns));
+}
 
 std::string stamp_json(const ShardStamp& s) {
   std::string out = "{\n";
-  out += fmt::format("  \"format\": {},\n", json_quote(s.merged ? kMergedFormat : kShardFormat));
+  out += fmt::format("  \"format\": {},\n", json_quote(s.run ? kRunFormat : s.merged ? kMergedFormat : kShardFormat));
   out += fmt::format("  \"experiment\": {},\n", json_quote(s.experiment));
+  if (s.run)
+    out += fmt::format("  \"run\": {},\n  \"finished\": {},\n  \"previous_run\": {},\n", json_quote(s.run_id),
+                       s.finished ? "true" : "false", json_quote(s.previous_run));
   out += fmt::format("  \"shard\": {},\n  \"shards\": {},\n", s.shard, s.shards);
   // The seed as a string: JSON numbers are doubles, which cannot hold every 64-bit seed.
   out += fmt::format("  \"seed\": \"{}\",\n", s.seed);
@@ -89,19 +112,29 @@ std::string stamp_json(const ShardStamp& s) {
 }
 
 ShardStamp read_stamp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw StampError(fmt::format("{}: no stamp (cannot be read)", path.string()));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  try {
+    // Bounded and without blocking: a FIFO or device in a shard directory is refused at once.
+    text = read_bounded_text(path, kMaxStampBytes, "the 16 MiB a stamp may hold");
+  } catch (const BoundedFileError& e) {
+    throw StampError(fmt::format("{}: no stamp ({})", path.string(), e.problem()));
+  }
   ShardStamp s;
   try {
     const Json root = parse_json(text);  // kept alive: json_object returns a reference into it
     const JsonObject& o = json_object(root, "stamp");
     const std::string format = json_string_field(o, "format");
-    if (format != kShardFormat && format != kMergedFormat)
-      throw std::runtime_error(fmt::format("unknown format '{}' (this build writes {} and {})", format, kShardFormat,
-                                           kMergedFormat));
+    if (format != kShardFormat && format != kMergedFormat && format != kRunFormat)
+      throw std::runtime_error(fmt::format("unknown format '{}' (this build writes {}, {} and {})", format, kShardFormat,
+                                           kMergedFormat, kRunFormat));
     s.merged = format == kMergedFormat;
+    s.run = format == kRunFormat;
     s.experiment = json_string_field(o, "experiment");
+    if (s.run) {
+      s.run_id = json_string_field(o, "run");
+      s.finished = json_bool_field(o, "finished");
+      s.previous_run = json_string_field(o, "previous_run");
+    }
     s.shard = static_cast<int>(json_int_field(o, "shard"));
     s.shards = static_cast<int>(json_int_field(o, "shards"));
     s.seed = parse_u64(json_string_field(o, "seed"), path, "seed");
@@ -132,7 +165,9 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
   } catch (const std::exception& e) {
     throw StampError(fmt::format("{}: not a valid stamp: {}", path.string(), e.what()));
   }
-  const bool shard_ok = s.merged ? (s.shard == 0 && s.shards >= 1) : (s.shards >= 1 && s.shard >= 1 && s.shard <= s.shards);
+  const bool shard_ok = s.merged ? (s.shard == 0 && s.shards >= 1)
+                      : s.run  ? (s.shard == 1 && s.shards == 1)
+                               : (s.shards >= 1 && s.shard >= 1 && s.shard <= s.shards);
   if (!shard_ok) throw StampError(fmt::format("{}: shard {} of {} is not possible", path.string(), s.shard, s.shards));
   for (const auto& t : s.tables)
     if (t.file.empty() || t.file.find('/') != std::string::npos || t.file.starts_with("."))
@@ -153,8 +188,7 @@ void check_stamped_tables(const ShardStamp& stamp, const std::filesystem::path& 
   for (const auto& t : all) {
     const auto path = dir / t.file;
     if (!std::filesystem::is_regular_file(path))
-      throw StampError(fmt::format("{}: missing, though {} lists it", path.string(),
-                                   (stamp.merged ? merged_stamp_path(dir, stamp.experiment) : shard_stamp_path(dir, stamp.experiment)).filename().string()));
+      throw StampError(fmt::format("{}: missing, though {} lists it", path.string(), stamp_path(dir, stamp).filename().string()));
     FileDigest d;
     try {
       d = digest_file(path);
@@ -165,6 +199,74 @@ void check_stamped_tables(const ShardStamp& stamp, const std::filesystem::path& 
       throw StampError(fmt::format("{}: {} bytes, CRC-32 {}, but its stamp says {} bytes, CRC-32 {} (changed or half-written "
                                    "since the stamp was written)", path.string(), d.bytes, d.crc32, t.digest.bytes, t.digest.crc32));
   }
+}
+
+namespace {
+
+// The files of `stamp` in `dir` that are as it pins them, and the others.
+std::pair<std::vector<std::string>, std::vector<std::string>> stamped_files_as_pinned(const ShardStamp& stamp,
+                                                                                      const std::filesystem::path& dir) {
+  std::vector<std::string> same, changed;
+  std::vector<StampedTable> all = stamp.tables;
+  all.insert(all.end(), stamp.artifacts.begin(), stamp.artifacts.end());
+  for (const auto& t : all) {
+    bool ok = false;
+    try {
+      ok = digest_file(dir / t.file) == t.digest;
+    } catch (const std::exception&) {
+      // missing or unreadable: not as pinned
+    }
+    (ok ? same : changed).push_back(t.file);
+  }
+  return {same, changed};
+}
+
+}  // namespace
+
+void check_run_set(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> stamps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".run.json") && name.size() > 9 && !name.starts_with(".")) stamps.push_back(entry.path());
+  }
+  if (stamps.empty()) return;  // written before runs were stamped
+  std::sort(stamps.begin(), stamps.end());
+  std::vector<std::string> problems;
+  std::set<std::string> stamped;
+  for (const auto& path : stamps) {
+    ShardStamp s;
+    try {
+      s = read_stamp(path);
+    } catch (const StampError& e) {
+      problems.push_back(e.what());
+      continue;
+    }
+    stamped.insert(s.experiment);
+    const auto [same, changed] = stamped_files_as_pinned(s, dir);
+    if (!s.finished) {
+      std::string which;
+      if (!s.previous_run.empty())
+        which = fmt::format(" ({} still run {}'s; {} not)", same.empty() ? "none" : fmt::format("{}", fmt::join(same, ", ")),
+                            s.previous_run, changed.empty() ? "none" : fmt::format("{}", fmt::join(changed, ", ")));
+      problems.push_back(fmt::format("{}: run {} did not finish, so its files may mix with an earlier run's{}", s.experiment,
+                                     s.run_id, which));
+    } else if (!changed.empty()) {
+      problems.push_back(fmt::format("{}: {} not as run {} wrote them (still its: {})", s.experiment, fmt::join(changed, ", "),
+                                     s.run_id, same.empty() ? "none" : fmt::format("{}", fmt::join(same, ", "))));
+    }
+  }
+  try {
+    std::set<std::string> unstamped;
+    for (const auto& row : read_ledger(dir / "claims.csv"))
+      if (stamped.count(row.experiment) == 0) unstamped.insert(row.experiment);
+    for (const auto& e : unstamped) problems.push_back(fmt::format("{}: rows in claims.csv, but no {}.run.json", e, e));
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+  }
+  if (!problems.empty())
+    throw StampError(fmt::format("{}: not one finished run per experiment: {}", dir.string(), fmt::join(problems, "; ")));
 }
 
 std::string this_host() {

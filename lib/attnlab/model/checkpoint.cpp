@@ -3,11 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/bounded_file.hpp"
 #include "attnlab/io/npy.hpp"
 
 namespace attnlab {
@@ -54,11 +53,19 @@ std::string shape_text(const std::vector<std::size_t>& s) {
 
 CheckpointManifest read_manifest(const std::filesystem::path& dir) {
   const auto path = dir / "manifest.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError(fmt::format("checkpoint {}: cannot read {}", dir.string(), path.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_checkpoint_manifest(ss.str(), "checkpoint " + dir.string());
+  const std::string where = "checkpoint " + dir.string();
+  std::string text;
+  try {
+    // Bounded and non-blocking: a FIFO is refused at once, /dev/zero before a byte is read.
+    text = read_bounded_text(path, kMaxManifestBytes, "the 16 MiB a manifest may hold");
+  } catch (const BoundedFileError& e) {
+    throw CheckpointError(fmt::format("{}: cannot read {}: {}", where, path.string(), e.problem()));
+  }
+  CheckpointManifest m = parse_checkpoint_manifest(text, where);
+  // The widths against the memory left, before a model of them is built (ViT's constructor checks again).
+  if (const std::string problem = vit_memory_problem(m.info.config, sizeof(float)); !problem.empty())
+    throw CheckpointError(fmt::format("{}: manifest.json: {}", where, problem));
+  return m;
 }
 
 }  // namespace
@@ -123,10 +130,13 @@ void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir) {
     const auto it = m.tensors.find(t.name);
     if (it == m.tensors.end()) throw CheckpointError(fmt::format("{}: no {} \"{}\" in the manifest", where, kind, t.name));
     const auto shape = shape_of(t);
-    if (it->second.second != shape)
+    if (it->second.shape != shape)
       throw CheckpointError(fmt::format("{}: \"{}\" has shape {} in the manifest, the model's is {}", where, t.name,
-                                        shape_text(it->second.second), shape_text(shape)));
-    const std::string& file = it->second.first;
+                                        shape_text(it->second.shape), shape_text(shape)));
+    if (it->second.kind != kind)
+      throw CheckpointError(fmt::format("{}: \"{}\" is a {} in the manifest, the model's is a {}", where, t.name,
+                                        it->second.kind, kind));
+    const std::string& file = it->second.file;
     if (file.empty() || file.find('/') != std::string::npos || file.find("..") != std::string::npos)
       throw CheckpointError(fmt::format("{}: \"{}\" names the file \"{}\", not a plain file name", where, t.name, file));
     NpyArray a;
@@ -138,6 +148,9 @@ void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir) {
     if (a.shape != shape)
       throw CheckpointError(fmt::format("{}: {} has shape {}, \"{}\" needs {}", where, file, shape_text(a.shape), t.name,
                                         shape_text(shape)));
+    if (a.dtype != NpyDtype::float32)
+      throw CheckpointError(fmt::format("{}: {} holds float64, but the manifest says \"{}\" is {}", where, file, t.name,
+                                        kCheckpointDtype));
     values.push_back(std::move(a.values));
   }
   for (std::size_t i = 0; i < list.size(); ++i) {

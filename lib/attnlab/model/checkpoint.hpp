@@ -16,12 +16,16 @@ namespace attnlab {
 template <typename T>
 void save_checkpoint(ViT<T>& model, const std::filesystem::path& dir, std::int64_t step);
 
-// Reads manifest.json of `dir` (CheckpointError if missing, malformed or of another format).
+// Reads manifest.json of `dir`: CheckpointError if it is missing, not a regular file (refused without
+// blocking: a FIFO at once), larger than kMaxManifestBytes, malformed or of another format
+// (parse_checkpoint_manifest), or if the model it describes cannot fit in the memory this process may
+// still use (vit_memory_problem), all before the model is built.
 CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir);
 
 // Loads `dir` into `model`: the manifest's method and widths must equal the model's and every tensor
-// of the model must be present with its shape (and no other), else CheckpointError naming the first
-// mismatch. The model is left unchanged on error. float32 values load exactly into float.
+// of the model must be present with its shape and kind (and no other), each file a float32 .npy of that
+// shape, else CheckpointError naming the first mismatch. The model is left unchanged on error. float32
+// values load exactly into float.
 template <typename T>
 void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir);
 

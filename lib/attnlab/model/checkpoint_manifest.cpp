@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attnlab/io/json_reader.hpp"
+#include "attnlab/io/printable.hpp"
 
 namespace attnlab {
 
@@ -81,7 +82,16 @@ CheckpointManifest parse_checkpoint_manifest(const std::string& text, const std:
           throw std::runtime_error("a shape entry is not a size");
         s.push_back(static_cast<std::size_t>(*v));
       }
-      m.tensors[json_string_field(t, "name")] = {json_string_field(t, "file"), s};
+      const std::string name = json_string_field(t, "name");
+      CheckpointTensor tensor{json_string_field(t, "file"), s, json_string_field(t, "kind")};
+      if (const std::string dtype = json_string_field(t, "dtype"); dtype != kCheckpointDtype)
+        throw std::runtime_error(fmt::format("\"{}\" has dtype \"{}\"; a checkpoint's tensors are {}", escaped(name),
+                                             escaped(dtype), kCheckpointDtype));
+      if (tensor.kind != "parameter" && tensor.kind != "buffer")
+        throw std::runtime_error(fmt::format("\"{}\" has kind \"{}\", neither parameter nor buffer", escaped(name),
+                                             escaped(tensor.kind)));
+      if (!m.tensors.emplace(name, std::move(tensor)).second)
+        throw std::runtime_error(fmt::format("\"{}\" is listed twice", escaped(name)));
     }
     return m;
   } catch (const std::exception& e) {

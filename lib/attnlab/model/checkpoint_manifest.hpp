@@ -30,18 +30,33 @@ inline constexpr const char* kCheckpointFormat = "attnlab-vit-checkpoint";
 // "key_width" (ViTConfig::key_width, absent means 0: D / H) is written only by models that set it.
 inline constexpr int kCheckpointVersion = 2;
 
+// The only element type a checkpoint's .npy files hold (save_checkpoint writes float32).
+inline constexpr const char* kCheckpointDtype = "float32";
+
+struct CheckpointTensor {
+  std::string file;                // a plain file name in the checkpoint's directory
+  std::vector<std::size_t> shape;  // as the .npy file must hold it
+  std::string kind;                // "parameter" (trained) or "buffer" (a method's fixed draws)
+};
+
 struct CheckpointManifest {
   CheckpointInfo info;
-  std::map<std::string, std::pair<std::string, std::vector<std::size_t>>> tensors;  // name -> (file, shape)
+  std::map<std::string, CheckpointTensor> tensors;  // by name
 };
 
 // The manifest's widths, as integers, in the order they are written and compared.
 std::vector<std::pair<std::string, std::int64_t>> checkpoint_widths(const ViTConfig& c);
 
 // Parses manifest.json's text. Throws CheckpointError "<where>: manifest.json: <problem>" for malformed
-// JSON, another format or version, a missing or non-integer field, widths outside what a model can have
-// (every width and option in [0, 2^20], patch windows that do not tile the image, n that is not their
-// count), a tensor entry without name, file or a shape of sizes.
+// JSON (a key given twice included), another format or version, a missing or non-integer field, widths
+// outside what a model can have (every width and option in [0, 2^20], patch windows that do not tile the
+// image, n that is not their count), a tensor entry without name, file or a shape of sizes, a name given
+// twice (a second entry must not silently replace the first), a dtype other than float32, a kind other
+// than parameter or buffer.
 CheckpointManifest parse_checkpoint_manifest(const std::string& text, const std::string& where);
+
+// A manifest is a few lines per tensor: a megabyte is thousands of tensors. read_checkpoint_info refuses
+// a larger file (and anything but a regular file) before reading it.
+inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t{16} << 20;
 
 }  // namespace attnlab

@@ -1,10 +1,14 @@
 // The ViT: initialisation, the parameter manifest, and the whole-model forward and backward passes.
 #include "attnlab/model/vit.hpp"
 
+#include <algorithm>
+#include <fmt/format.h>
 #include <stdexcept>
 #include <string>
 
+#include "attnlab/attention/attention_cost.hpp"
 #include "attnlab/core/rng.hpp"
+#include "attnlab/io/memory_budget.hpp"
 #include "attnlab/model/classifier_head.hpp"
 #include "attnlab/model/patch_embedding.hpp"
 
@@ -97,9 +101,42 @@ void check_config(const ViTConfig& c) {
 
 }  // namespace
 
+double vit_memory_lower_bound(const ViTConfig& c, std::size_t scalar_bytes) {
+  const double D = static_cast<double>(c.D), L = static_cast<double>(c.layers), M = static_cast<double>(c.mlp);
+  const double n = static_cast<double>(c.tokens()), P = static_cast<double>(c.patch_values());
+  const double H = static_cast<double>(c.heads), K = H * static_cast<double>(c.key_head_width());
+  const double C = static_cast<double>(c.classes), s = static_cast<double>(scalar_bytes);
+  // Parameters (shaped_params): embedding, positions, per block LayerNorms, W_Q, W_K (D x H d_k), W_V, W_O,
+  // the MLP, and the head.
+  const double block = 4 * D + 2 * (D * K + K) + 2 * (D * D + D) + D * M + M + M * D + D;
+  const double parameters = P * D + D + n * D + L * block + 2 * D + D * C + C;
+  // One image forward: its patches, the residual stream at every block, a block's tensors (LayerNorm and
+  // attention outputs, the MLP's hidden layer).
+  const double forward = n * P + (L + 1) * n * D + 6 * n * D + n * M;
+  // Exact attention and its symmetric form hold every head's n x n scores; the other methods never do.
+  const bool n_by_n = c.attention.method == "exact" || c.attention.method == "symmetric";
+  const double head_matrices =
+      n_by_n ? H * softmax_attention_cost(c.tokens(), static_cast<long long>(c.head_width()), scalar_bytes).workspace_bytes : 0;
+  // The objects of a block (16 tensors, the method): their headers and the allocator's bookkeeping, at
+  // least a KiB, whatever the widths.
+  constexpr double kBlockObjects = 1024;
+  return s * (parameters + forward) + head_matrices + L * kBlockObjects;
+}
+
+std::string vit_memory_problem(const ViTConfig& c, std::size_t scalar_bytes) {
+  const double need = vit_memory_lower_bound(c, scalar_bytes), avail = available_memory();
+  if (need <= avail) return {};
+  return fmt::format("a model of D = {}, L = {}, mlp = {}, heads = {} on {} tokens (image {}) needs at least {} (its "
+                     "parameters and one image's forward pass), {} available",
+                     c.D, c.layers, c.mlp, c.heads, c.tokens(), c.image, gib_text(need), gib_text(std::max(avail, 0.0)));
+}
+
 template <typename T>
 ViT<T>::ViT(const ViTConfig& config, const AttentionFactory& factory) : config_(config) {
   check_config(config_);
+  // Before anything is allocated: a model that cannot fit is refused in one line, not by the allocator.
+  if (const std::string problem = vit_memory_problem(config_, sizeof(T)); !problem.empty())
+    throw std::invalid_argument("ViT: " + problem);
   params_ = shaped_params<T>(config_);
   for (Eigen::Index l = 0; l < config_.layers; ++l) {
     TrainableAttentionConfig a = config_.attention;

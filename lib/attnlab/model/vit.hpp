@@ -49,6 +49,16 @@ struct ViTConfig {
   Eigen::Index key_head_width() const { return key_width > 0 ? key_width : head_width(); }  // d_k
 };
 
+// The least memory a model of `config` takes, in bytes, for scalars of `scalar_bytes` bytes: its
+// parameters, one image's forward pass (the residual stream and a block's tensors, and for exact and
+// symmetric attention each head's n x n scores: attention_cost.hpp's workspace), and a KiB of objects
+// per block. From the widths alone, before anything is allocated: a lower bound, so a refusal is sure.
+double vit_memory_lower_bound(const ViTConfig& config, std::size_t scalar_bytes);
+
+// "" when vit_memory_lower_bound fits in the memory this process may still use (available_memory()),
+// else one line naming the widths, the need and what is available.
+std::string vit_memory_problem(const ViTConfig& config, std::size_t scalar_bytes);
+
 template <typename T>
 struct BlockParams {
   Vec<T> ln1_gamma, ln1_beta;  // (D)
@@ -107,7 +117,8 @@ class ViT {
   // ~ N(0, 0.02^2) drawn from Rng(config.seed) in manifest order, each matrix column by column;
   // biases 0; LayerNorm gamma 1, beta 0). Layer l's method is factory(config.attention with n, d_k,
   // d_v, heads filled in and seed derive_seed(config.seed, 1000 + l)). Throws std::invalid_argument
-  // for widths that do not fit (D not divisible by heads, patch not dividing image, ...).
+  // for widths that do not fit (D not divisible by heads, patch not dividing image, ...) and, before
+  // allocating anything, for a model larger than the memory left (vit_memory_problem).
   ViT(const ViTConfig& config, const AttentionFactory& factory);
   // The same with the library's methods (make_trainable_attention<T>): the model every experiment trains.
   explicit ViT(const ViTConfig& config);
