@@ -119,6 +119,10 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
   } catch (const BoundedFileError& e) {
     throw StampError(fmt::format("{}: no stamp ({})", path.string(), e.problem()));
   }
+  return parse_stamp(text, path);
+}
+
+ShardStamp parse_stamp(const std::string& text, const std::filesystem::path& path) {
   ShardStamp s;
   try {
     const Json root = parse_json(text);  // kept alive: json_object returns a reference into it

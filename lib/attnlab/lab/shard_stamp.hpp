@@ -70,6 +70,8 @@ std::filesystem::path stamp_path(const std::filesystem::path& dir, const ShardSt
 // artifact path that is absolute, climbs with "..", or is hidden).
 std::string stamp_json(const ShardStamp& stamp);
 ShardStamp read_stamp(const std::filesystem::path& path);
+// The checks of read_stamp on a stamp's text already read; `path` only names it in the messages.
+ShardStamp parse_stamp(const std::string& text, const std::filesystem::path& path);
 
 // Throws StampError naming the first table or artifact of `stamp` in `dir` that is missing or whose size
 // or CRC-32 differs from the stamp's.
