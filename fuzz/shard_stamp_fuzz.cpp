@@ -4,16 +4,19 @@
 // Built and run by `make fuzz` (clang++ -fsanitize=fuzzer,address,undefined). Besides the sanitizers'
 // checks, an input fails when parsing throws anything but StampError, when the message is not one
 // printable line starting with the stamp's name, or when an accepted stamp
-//   - holds a shard number other than the text's (a count silently wrapped into range),
+//   - holds a shard number other than the text's (a count silently wrapped into range), or one outside
+//     Shard's bounds (a merge keeps a slot per shard of the count),
 //   - names a stamp file, table or artifact outside its own directory (a path in the experiment's name),
 //   - does not survive being written and read back unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include "attnlab/io/json_reader.hpp"
+#include "attnlab/lab/shard.hpp"
 #include "attnlab/lab/shard_stamp.hpp"
 
 namespace {
@@ -50,6 +53,15 @@ bool same(const attnlab::ShardStamp& a, const attnlab::ShardStamp& b) {
          same_files(a.tables, b.tables) && same_files(a.artifacts, b.artifacts);
 }
 
+bool possible(int index, int count) {
+  try {
+    static_cast<void>(attnlab::Shard(index, count));
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
 // `rel` inside `dir`: relative, no "." or ".." part.
 bool inside(const std::filesystem::path& rel) {
   if (rel.empty() || !rel.is_relative()) return false;
@@ -75,6 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const attnlab::JsonArray& hosts = *std::get<std::shared_ptr<attnlab::JsonArray>>(attnlab::json_field(o, "hosts").v);
   for (std::size_t i = 0; i < hosts.size(); ++i)
     if (text_number(attnlab::json_object(hosts[i], "host"), "shard") != s.hosts[i].shard) std::abort();
+  if (!possible(s.merged ? 1 : s.shard, s.shards)) std::abort();
+  for (const auto& h : s.hosts)
+    if (!possible(h.shard, s.shards)) std::abort();
 
   const std::filesystem::path dir = "d";
   if (attnlab::stamp_path(dir, s).parent_path() != dir || !inside(s.experiment)) std::abort();
