@@ -120,30 +120,31 @@ quick: build
 	tools/run_experiments.sh $(BUILD)/bin $(BUILD)/quick-results --seed $(SEED) --quick
 
 # The readers of untrusted files under libFuzzer with ASan and UBSan, FUZZ_SECONDS each: the .npy reader,
-# the IDX reader (raw and gzip), the safetensors reader and a checkpoint's manifest.json. Any crash, sanitizer report or exception
-# other than the reader's own error stops a target with the input in $(FUZZ_BUILD)/artifacts/ and fails
-# `make fuzz`. New inputs accumulate in $(FUZZ_BUILD)/corpus-<target>; the committed seeds stay as they are.
-# Built by CMake (-DATTNLAB_FUZZ=ON, clang) against the library's own layer targets: no hand-picked sources.
-FUZZ_TARGETS := npy_fuzz idx_fuzz safetensors_fuzz checkpoint_manifest_fuzz
+# the IDX reader (raw and gzip), the safetensors reader, the JSON reader they share with manifests and
+# stamps, a checkpoint's manifest.json, and the stamps a run leaves beside its tables (shard, merged and run
+# stamps, one reader). Any crash, sanitizer report or exception other than the reader's own error stops a
+# target with the input in $(FUZZ_BUILD)/artifacts/ and fails `make fuzz`. New inputs accumulate in
+# $(FUZZ_BUILD)/corpus-<target>; the committed seeds (fuzz/corpus-<name>, made by fuzz/make_corpus.py; the
+# .npy reader's are fuzz/corpus) stay as they are. Built by CMake (-DATTNLAB_FUZZ=ON, clang) against the
+# library's own layer targets: no hand-picked sources. `make fuzz FUZZ_TARGETS=json_fuzz` runs one.
+FUZZ_TARGETS ?= npy_fuzz idx_fuzz safetensors_fuzz json_fuzz checkpoint_manifest_fuzz shard_stamp_fuzz
 npy_fuzz_FLAGS := -max_len=4096 -dict=fuzz/npy.dict
 idx_fuzz_FLAGS := -max_len=4096
 safetensors_fuzz_FLAGS := -max_len=4096 -dict=fuzz/safetensors.dict
+json_fuzz_FLAGS := -max_len=4096 -dict=fuzz/json.dict
 checkpoint_manifest_fuzz_FLAGS := -max_len=8192 -dict=fuzz/manifest.dict
+shard_stamp_fuzz_FLAGS := -max_len=8192 -dict=fuzz/stamp.dict
+fuzz_seeds = $(if $(filter npy_fuzz,$(1)),fuzz/corpus,fuzz/corpus-$(1:_fuzz=))
+fuzz_run = mkdir -p $(FUZZ_BUILD)/corpus-$(1) && echo "== $(1) ($(FUZZ_SECONDS) s, seeds $(call fuzz_seeds,$(1)))" && \
+  $(FUZZ_BUILD)/bin/$(1) -max_total_time=$(FUZZ_SECONDS) $($(1)_FLAGS) -print_final_stats=1 \
+    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$(1)- $(FUZZ_BUILD)/corpus-$(1) $(call fuzz_seeds,$(1))
 
 fuzz: check-deps check-fuzz-deps
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DATTNLAB_FUZZ=ON -DATTNLAB_PCH=OFF \
 	  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g"
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
 	@mkdir -p $(FUZZ_BUILD)/artifacts
-	@for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(FUZZ_BUILD)/corpus-$$t; \
-	  seeds=fuzz/corpus; [ $$t = npy_fuzz ] || seeds=fuzz/corpus-$${t%_fuzz}; \
-	  echo "== $$t ($(FUZZ_SECONDS) s, seeds $$seeds)"; \
-	  case $$t in npy_fuzz) flags="$(npy_fuzz_FLAGS)";; idx_fuzz) flags="$(idx_fuzz_FLAGS)";; \
-	    safetensors_fuzz) flags="$(safetensors_fuzz_FLAGS)";; *) flags="$(checkpoint_manifest_fuzz_FLAGS)";; esac; \
-	  $(FUZZ_BUILD)/bin/$$t -max_total_time=$(FUZZ_SECONDS) $$flags -print_final_stats=1 \
-	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus-$$t $$seeds || exit 1; \
-	done
+	@$(foreach t,$(FUZZ_TARGETS),$(call fuzz_run,$(t)) && ) true
 
 # The whole build and ctest with AddressSanitizer and UndefinedBehaviorSanitizer (any UB aborts the test).
 # CTEST_ARGS narrows the run, e.g. CTEST_ARGS="-R test_npy".

@@ -96,3 +96,96 @@ for name, data in st_seeds:
     with open(os.path.join(SAFETENSORS, name + ".safetensors"), "wb") as f:
         f.write(data[:MAX_LEN])
 print("wrote {} seeds to {}".format(len(st_seeds), SAFETENSORS))
+
+# Seeds for fuzz/shard_stamp_fuzz.cpp: a shard, a merged and a run stamp laid out as stamp_json writes them,
+# and near-misses of each (a field missing or mistyped, counts out of range or past an int, paths that
+# leave the directory, a key twice).
+STAMP = os.path.join(ROOT, "fuzz", "corpus-shard_stamp")
+shutil.rmtree(STAMP, ignore_errors=True)
+os.makedirs(STAMP)
+
+
+def stamp_text(s):
+    """A stamp as stamp_json (lib/attnlab/lab/shard_stamp.cpp) lays it out; a key left out of `s` is left out."""
+    lines = []
+    for key in ("format", "experiment", "run", "finished", "previous_run", "shard", "shards", "seed", "quick", "build",
+                "options", "sweeps", "hosts", "tables", "artifacts"):
+        if key not in s:
+            continue
+        if key in ("hosts", "tables", "artifacts") and s[key]:
+            lines.append('  "%s": [\n%s\n  ]' % (key, ",\n".join("    " + json.dumps(row) for row in s[key])))
+        else:
+            lines.append('  "%s": %s' % (key, json.dumps(s[key])))
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+shard = {"format": "attnlab-shard-2", "experiment": "exp_qk_identities", "shard": 2, "shards": 3,
+         "seed": "20250311", "quick": True, "build": "a6c794d avx2", "options": "--method exact --epochs 3",
+         "sweeps": [5, 12, 0], "hosts": [{"shard": 2, "host": "node7", "cpu": "AMD EPYC 7763 64-Core Processor"}],
+         "tables": [{"file": "qk_identities.csv", "bytes": 1234, "crc32": 4294967295},
+                    {"file": "qk_timing.csv", "bytes": 0, "crc32": 0}],
+         "artifacts": [{"file": "checkpoints/exact/manifest.json", "bytes": 900, "crc32": 17}]}
+merged = dict(shard, format="attnlab-merged-2", shard=0,
+              hosts=[{"shard": i, "host": "node%d" % i, "cpu": "cpu"} for i in (1, 2, 3)])
+run = dict(shard, format="attnlab-run-1", run="node7-4242-18a2b3c4d5e6f708", finished=False,
+           previous_run="node7-4100-18a2b3c4d5e6f000", shard=1, shards=1, hosts=[dict(shard["hosts"][0], shard=1)])
+table = shard["tables"][0]
+stamps = {
+    "shard": shard, "merged": merged, "run": run, "run-finished": dict(run, finished=True, previous_run=""),
+    "shard-1-of-1-empty": dict(shard, shard=1, shards=1, sweeps=[], hosts=[], tables=[], artifacts=[]),
+    "seed-max": dict(shard, seed="18446744073709551615"), "seed-2e64": dict(shard, seed="18446744073709551616"),
+    "seed-number": dict(shard, seed=7), "seed-negative": dict(shard, seed="-1"),
+    "format-9": dict(shard, format="attnlab-shard-9"), "shard-4-of-3": dict(shard, shard=4),
+    "shard-0": dict(shard, shard=0), "run-shard-2": dict(run, shard=2, shards=2), "merged-shard-1": dict(merged, shard=1),
+    # Counts past an int: 2^32 + 2 and 2^32 + 3 wrap to 2 of 3 in a 32-bit int.
+    "shard-2e32": dict(shard, shard=(1 << 32) + 2, shards=(1 << 32) + 3),
+    "shards-huge": dict(shard, shards=2000000000), "shard-fraction": dict(shard, shard=1.5),
+    "host-shard-2e32": dict(shard, hosts=[dict(shard["hosts"][0], shard=(1 << 32) + 2)]),
+    "sweeps-negative": dict(shard, sweeps=[-1]), "sweeps-2e53": dict(shard, sweeps=[2 ** 53 + 2]),
+    "sweeps-string": dict(shard, sweeps=["5"]), "quick-string": dict(shard, quick="true"),
+    "finished-missing": {k: v for k, v in run.items() if k != "finished"},
+    "tables-missing": {k: v for k, v in shard.items() if k != "tables"},
+    "table-path": dict(shard, tables=[dict(table, file="../x.csv")]),
+    "table-hidden": dict(shard, tables=[dict(table, file=".claims.csv")]),
+    "table-empty": dict(shard, tables=[dict(table, file="")]),
+    "crc-2e32": dict(shard, tables=[dict(table, crc32=1 << 32)]),
+    "bytes-negative": dict(shard, tables=[dict(table, bytes=-1)]),
+    "artifact-absolute": dict(shard, artifacts=[{"file": "/etc/passwd", "bytes": 1, "crc32": 1}]),
+    "artifact-climbs": dict(shard, artifacts=[{"file": "checkpoints/../../x", "bytes": 1, "crc32": 1}]),
+    "artifact-trailing-slash": dict(shard, artifacts=[{"file": "checkpoints/", "bytes": 1, "crc32": 1}]),
+    # An experiment's name is a file name too: <experiment>.shard.json, and the merged stamp written from it.
+    "experiment-climbs": dict(shard, experiment="../../exp_qk_identities"),
+    "experiment-path": dict(shard, experiment="sub/exp_qk_identities"),
+    "experiment-empty": dict(shard, experiment=""), "experiment-hidden": dict(shard, experiment=".exp"),
+    "newline-in-format": dict(shard, format="attnlab-shard-2\nsecond line"),
+    "newline-in-table": dict(shard, tables=[dict(table, file="a\nb.csv")]),
+}
+for name, s in stamps.items():
+    with open(os.path.join(STAMP, name + ".json"), "w") as f:
+        f.write(stamp_text(s))
+with open(os.path.join(STAMP, "key-twice.json"), "w") as f:
+    f.write(stamp_text(shard).replace('"shard": 2,', '"shard": 2,\n  "shard": 3,', 1))
+with open(os.path.join(STAMP, "not-object.json"), "w") as f:
+    f.write('["attnlab-shard-2"]\n')
+print("wrote {} seeds to {}".format(len(stamps) + 2, STAMP))
+
+# Seeds for fuzz/json_fuzz.cpp: the JSON reader alone, every kind of value and every refusal it names.
+JSON = os.path.join(ROOT, "fuzz", "corpus-json")
+shutil.rmtree(JSON, ignore_errors=True)
+os.makedirs(JSON)
+json_seeds = {
+    "values": '{"a": [1, -2.5e3, 0, true, false, null, "x\\"\\\\\\/\\n\\t"], "b": {}, "c": []}',
+    "numbers": "[0, -0, 1.5, 1e308, -1e-308, 5e-324, 9007199254740992, 9007199254740993, 1E+2, 0.1e-2]",
+    "number-inf": "[1e309]", "number-leading-zero": "[01]", "number-dot": "[1.]", "number-exp": "[1e]",
+    "number-plus": "[+1]", "number-hex": "[0x10]", "number-nan": "[NaN]",
+    "string-control": '["a\x01b"]', "string-unterminated": '["abc', "escape-unicode": '["\\u0041"]',
+    "escape-bad": '["\\q"]', "key-twice": '{"a": 1, "b": 2, "a": 3}',
+    "key-twice-newline": '{"a\\nb": 1, "a\\nb": 2}', "key-not-string": "{1: 2}",
+    "trailing": "{} x", "trailing-comma": "[1, 2,]", "missing-colon": '{"a" 1}', "empty": "", "spaces": " \t\r\n",
+    "deep-64": "[" * 64 + "]" * 64, "deep-65": "[" * 65 + "]" * 65, "deep-objects": '{"a":' * 70 + "1" + "}" * 70,
+    "true-prefix": "[tru]", "null-suffix": "[nullx]", "utf8": '{"\xc3\xa9": "\xe2\x82\xac"}',
+}
+for name, text in json_seeds.items():
+    with open(os.path.join(JSON, name + ".json"), "wb") as f:
+        f.write(text.encode("utf-8", "surrogateescape"))
+print("wrote {} seeds to {}".format(len(json_seeds), JSON))

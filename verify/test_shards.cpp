@@ -183,6 +183,55 @@ TEST_CASE("stamps: written and read back; malformed ones refused naming the file
   }
 }
 
+TEST_CASE("stamps: counts past an int, more shards than a run may have, and a path as the experiment are refused") {
+  ScratchDir dir;
+  // A shard stamp as stamp_json lays it out, with `shard`, `shards`, `experiment` and `format` replaced.
+  auto stamp = [](const std::string& shard, const std::string& shards, const std::string& experiment,
+                  const std::string& format = "attnlab-shard-2") {
+    return fmt::format("{{\"format\": \"{}\", \"experiment\": \"{}\", \"shard\": {}, \"shards\": {}, \"seed\": \"1\", "
+                       "\"quick\": true, \"build\": \"b\", \"options\": \"\", \"sweeps\": [], "
+                       "\"hosts\": [{{\"shard\": {}, \"host\": \"h\", \"cpu\": \"c\"}}], \"tables\": [], \"artifacts\": []}}",
+                       format, experiment, shard, shards, shard);
+  };
+  const auto path = dir.path() / "e.shard.json";
+  auto read = [&](const std::string& text) {
+    write_file_atomically(path, text);
+    return read_stamp(path);
+  };
+  CHECK(read(stamp("2", "3", "e")).shard == 2);
+  CHECK(read(stamp("1", "100000", "e")).shards == 100000);  // Shard's own bound
+  // 2^32 + 2 of 2^32 + 3 once wrapped, in a 32-bit int, to shard 2 of 3.
+  for (const auto& [shard, shards] : std::vector<std::pair<std::string, std::string>>{
+           {"4294967298", "4294967299"}, {"2", "4294967299"}, {"1", "100001"}, {"1", "2000000000"}, {"-4294967295", "3"}}) {
+    INFO(shard << " of " << shards);
+    CHECK_THROWS_WITH_AS(read(stamp(shard, shards, "e")), doctest::Contains("e.shard.json: "), StampError);
+  }
+  // The merged stamp is written to <out>/<experiment>.merged.json: a path there would leave --out.
+  for (const char* experiment : {"../../e", "sub/e", "", ".e", "/e"}) {
+    INFO("experiment '" << experiment << "'");
+    CHECK_THROWS_WITH_AS(read(stamp("1", "1", experiment)), doctest::Contains("is not a plain name"), StampError);
+  }
+  // A message quoting the file's own text stays one line.
+  try {
+    read(stamp("1", "1", "e", "attnlab-shard-2\\nsecond line"));
+    FAIL("accepted a stamp of an unknown format");
+  } catch (const StampError& e) {
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    CHECK(std::string(e.what()).find("attnlab-shard-2\\x0asecond line") != std::string::npos);
+  }
+}
+
+TEST_CASE("merge_shards: a shard stamp naming a path as its experiment writes nothing outside --out") {
+  ScratchDir d;
+  const auto s1 = d.path() / "in" / "s1", out = d.path() / "in" / "out";
+  write_shard(s1, 1, 1, 0, 1);
+  std::string text = read_text(shard_stamp_path(s1, "exp_made_up"));
+  text.replace(text.find("\"exp_made_up\""), 13, "\"../../exp_made_up\"");
+  write_file_atomically(shard_stamp_path(s1, "exp_made_up"), text);
+  CHECK_THROWS_AS(merge_shards({s1}, out), MergeError);
+  CHECK(!std::filesystem::exists(d.path() / "exp_made_up.merged.json"));
+}
+
 TEST_CASE("merge_shards: concatenates in shard order; refuses missing, duplicate, foreign and changed shards") {
   ScratchDir d;
   const auto s1 = d.path() / "s1", s2 = d.path() / "s2", s3 = d.path() / "s3", out = d.path() / "out";

@@ -6,12 +6,15 @@
 #include <fmt/ranges.h>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <unistd.h>
 
 #include "attnlab/io/bounded_file.hpp"
 #include "attnlab/io/json_reader.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/io/printable.hpp"
+#include "attnlab/lab/shard.hpp"
 
 namespace attnlab {
 
@@ -40,7 +43,7 @@ std::uint64_t parse_u64(const std::string& s, const std::filesystem::path& path,
   std::uint64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size())
-    throw StampError(fmt::format("{}: '{}' is not an unsigned integer: '{}'", path.string(), key, s));
+    throw StampError(fmt::format("{}: '{}' is not an unsigned integer: '{}'", path.string(), key, escaped(s)));
   return v;
 }
 
@@ -48,6 +51,19 @@ bool json_bool_field(const JsonObject& o, const std::string& key) {
   const Json& j = json_field(o, key);
   if (!std::holds_alternative<bool>(j.v)) throw std::runtime_error("'" + key + "' is not true or false");
   return std::get<bool>(j.v);
+}
+
+// A shard number or count: an int (json_int_field allows +-2^53, which a cast to int would wrap into range).
+int json_count_field(const JsonObject& o, const std::string& key) {
+  const std::int64_t v = json_int_field(o, key);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw std::runtime_error("'" + key + "' is out of range");
+  return static_cast<int>(v);
+}
+
+// A name the stamp's directory holds as it is: not empty, no '/', not hidden (nor "." or "..").
+bool plain_name(const std::string& name) {
+  return !name.empty() && name.find('/') == std::string::npos && !name.starts_with(".");
 }
 
 const JsonArray& json_array_field(const JsonObject& o, const std::string& key) {
@@ -119,13 +135,17 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
   } catch (const BoundedFileError& e) {
     throw StampError(fmt::format("{}: no stamp ({})", path.string(), e.problem()));
   }
+  return parse_stamp(text, path);
+}
+
+ShardStamp parse_stamp(const std::string& text, const std::filesystem::path& path) {
   ShardStamp s;
   try {
     const Json root = parse_json(text);  // kept alive: json_object returns a reference into it
     const JsonObject& o = json_object(root, "stamp");
     const std::string format = json_string_field(o, "format");
     if (format != kShardFormat && format != kMergedFormat && format != kRunFormat)
-      throw std::runtime_error(fmt::format("unknown format '{}' (this build writes {}, {} and {})", format, kShardFormat,
+      throw std::runtime_error(fmt::format("unknown format '{}' (this build writes {}, {} and {})", escaped(format), kShardFormat,
                                            kMergedFormat, kRunFormat));
     s.merged = format == kMergedFormat;
     s.run = format == kRunFormat;
@@ -135,8 +155,8 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
       s.finished = json_bool_field(o, "finished");
       s.previous_run = json_string_field(o, "previous_run");
     }
-    s.shard = static_cast<int>(json_int_field(o, "shard"));
-    s.shards = static_cast<int>(json_int_field(o, "shards"));
+    s.shard = json_count_field(o, "shard");
+    s.shards = json_count_field(o, "shards");
     s.seed = parse_u64(json_string_field(o, "seed"), path, "seed");
     s.quick = json_bool_field(o, "quick");
     s.build = json_string_field(o, "build");
@@ -149,7 +169,7 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
     }
     for (const Json& h : json_array_field(o, "hosts")) {
       const JsonObject& ho = json_object(h, "hosts entry");
-      s.hosts.push_back({static_cast<int>(json_int_field(ho, "shard")), json_string_field(ho, "host"),
+      s.hosts.push_back({json_count_field(ho, "shard"), json_string_field(ho, "host"),
                          json_string_field(ho, "cpu")});
     }
     auto files = [&](const char* key, std::vector<StampedTable>& into) {
@@ -165,19 +185,34 @@ ShardStamp read_stamp(const std::filesystem::path& path) {
   } catch (const std::exception& e) {
     throw StampError(fmt::format("{}: not a valid stamp: {}", path.string(), e.what()));
   }
-  const bool shard_ok = s.merged ? (s.shard == 0 && s.shards >= 1)
+  // Shard's own rule (1 <= I <= N <= its bound): a merge keeps one slot per shard of the count.
+  auto possible = [](int index, int count) {
+    try {
+      static_cast<void>(Shard(index, count));
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
+  const bool shard_ok = s.merged ? (s.shard == 0 && possible(1, s.shards))
                       : s.run  ? (s.shard == 1 && s.shards == 1)
-                               : (s.shards >= 1 && s.shard >= 1 && s.shard <= s.shards);
+                               : possible(s.shard, s.shards);
   if (!shard_ok) throw StampError(fmt::format("{}: shard {} of {} is not possible", path.string(), s.shard, s.shards));
+  for (const auto& h : s.hosts)
+    if (!possible(h.shard, s.shards))
+      throw StampError(fmt::format("{}: a host ran shard {}, not one of 1..{}", path.string(), h.shard, s.shards));
+  // The stamp's own file and the merged stamp are <experiment>.<kind>.json in the directory.
+  if (!plain_name(s.experiment))
+    throw StampError(fmt::format("{}: experiment '{}' is not a plain name", path.string(), escaped(s.experiment)));
   for (const auto& t : s.tables)
-    if (t.file.empty() || t.file.find('/') != std::string::npos || t.file.starts_with("."))
-      throw StampError(fmt::format("{}: table name '{}' is not a plain file name", path.string(), t.file));
+    if (!plain_name(t.file))
+      throw StampError(fmt::format("{}: table name '{}' is not a plain file name", path.string(), escaped(t.file)));
   for (const auto& a : s.artifacts) {
     const std::filesystem::path rel(a.file);
     bool plain = !a.file.empty() && rel.is_relative();
     for (const auto& part : rel) plain = plain && !part.empty() && part.string().front() != '.';
     if (!plain)
-      throw StampError(fmt::format("{}: artifact path '{}' is not a plain relative path", path.string(), a.file));
+      throw StampError(fmt::format("{}: artifact path '{}' is not a plain relative path", path.string(), escaped(a.file)));
   }
   return s;
 }

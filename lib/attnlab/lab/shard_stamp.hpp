@@ -66,10 +66,13 @@ std::filesystem::path run_stamp_path(const std::filesystem::path& dir, const std
 std::filesystem::path stamp_path(const std::filesystem::path& dir, const ShardStamp& stamp);
 
 // The stamp as JSON text, and back. read_stamp throws StampError naming the file for anything that is
-// not a stamp this version wrote (unknown format, missing or mistyped field, a table name with a path, an
-// artifact path that is absolute, climbs with "..", or is hidden).
+// not a stamp this version wrote (unknown format, missing or mistyped field, a shard number or count
+// outside Shard's bounds, an experiment or table name with a path or hidden, an artifact path that is
+// absolute, climbs with "..", or is hidden), in one line (the file's own text with \xNN escapes).
 std::string stamp_json(const ShardStamp& stamp);
 ShardStamp read_stamp(const std::filesystem::path& path);
+// The checks of read_stamp on a stamp's text already read; `path` only names it in the messages.
+ShardStamp parse_stamp(const std::string& text, const std::filesystem::path& path);
 
 // Throws StampError naming the first table or artifact of `stamp` in `dir` that is missing or whose size
 // or CRC-32 differs from the stamp's.
