@@ -5,8 +5,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <limits>
+#include <span>
 #include <sstream>
 #include <vector>
 
@@ -170,4 +173,94 @@ TEST_CASE("pixel-logistic baseline: its checkpoint is float32 .npy in the y = x 
   CHECK(json_string_field(o, "method") == kPixelLogisticBaseline);
   CHECK(json_int_field(o, "step") == 3750);
   CHECK(json_int_field(o, "image") == 28);
+}
+
+TEST_CASE("evaluate: an image whose logits are not finite is counted wrong, counted in nonfinite and left out of the loss") {
+  // Side 2 (4 pixels), 3 classes, every weight 0 but W(0, 0) = 2e38: a bright first pixel (normalised 2.02)
+  // makes class 0's logit overflow to +inf in float, a dark one (-0.81) leaves it at -1.6e38, finite.
+  PixelLogistic<float> m(2, 3, 5);
+  for (auto& t : m.parameter_tensors()) Eigen::Map<Mat<float>>(t.data, t.rows, t.cols).setZero();
+  auto tensors = m.parameter_tensors();
+  const auto w = std::find_if(tensors.begin(), tensors.end(), [](const auto& t) { return t.rows == 4 && t.cols == 3; });
+  REQUIRE(w != tensors.end());
+  Eigen::Map<Mat<float>>(w->data, 4, 3)(0, 0) = 2e38f;
+  PixelImages im;
+  const std::uint8_t first[] = {255, 0, 0, 255}, labels[] = {0, 1, 2, 1};
+  for (int i = 0; i < 4; ++i) {
+    im.pixels.insert(im.pixels.end(), {first[i], 100, 100, 100});
+    im.labels.push_back(labels[i]);
+  }
+  const Evaluation e = evaluate(m, im.set(2));
+  CHECK(e.count == 4);
+  CHECK(e.nonfinite == 2);
+  // The finite rows have logits (-1.6e38, 0, 0): the first maximum is class 1, right for image 1 only, and
+  // each row's loss is log 2 (labels 1 and 2).
+  CHECK(e.correct == 1);
+  CHECK(e.loss == doctest::Approx(std::log(2.0)).epsilon(1e-12));
+  // Nothing finite at all: the loss is NaN, every image wrong.
+  Eigen::Map<Mat<float>>(w->data, 4, 3)(1, 0) = std::numeric_limits<float>::quiet_NaN();
+  const Evaluation none = evaluate(m, im.set(2));
+  CHECK(none.nonfinite == 4);
+  CHECK(none.correct == 0);
+  CHECK(std::isnan(none.loss));
+}
+
+TEST_CASE("fit: a run whose training loss turns non-finite stops at that step with the last finite weights, and says where") {
+  Rng rng(kModelTestSeed + 63);
+  INFO("seed " << kModelTestSeed + 63);
+  const PixelImages train = random_pixel_images(32, 16, 3, rng), test = random_pixel_images(16, 16, 3, rng);
+  // A learning rate of 3e37: Adam's first step moves every weight by about lr (m / sqrt(v) = sign(g) after
+  // the bias corrections; lr / (1 - 0.9) = 3e38 is still a float), and the next forward's logits, sums of 256
+  // such terms, overflow.
+  FitOptions o;
+  o.epochs = 2;
+  o.batch = 8;
+  o.lr = 3e37;
+  o.shuffle_seed = 6;
+  PixelLogistic<float> m(16, 3, 7);
+  Trainer<float, PixelLogistic<float>> trainer(m);
+  std::vector<StepRecord> steps;
+  int epochs = 0;
+  const FitResult r = fit<float>(trainer, train.set(16), test.set(16), o, [&](const StepRecord& s) { steps.push_back(s); },
+                                 [&](const EpochRecord&) { ++epochs; });
+  CHECK(r.diverged);
+  CHECK(r.epoch == 1);
+  CHECK(r.steps == 1);
+  CHECK(r.steps_computed == 2);
+  CHECK_FALSE(std::isfinite(r.loss));
+  CHECK(epochs == 0);
+  REQUIRE(steps.size() == 1);
+  CHECK(std::isfinite(steps[0].loss));
+  CHECK_FALSE(trainer.last_step_applied());
+  CHECK(m.W().allFinite());
+  CHECK(m.b().allFinite());
+  CHECK(r.test.count == 16);
+  CHECK(r.test.correct + r.test.nonfinite <= r.test.count);
+  // The weights it stopped with are those after step 0: the same step taken by hand.
+  PixelLogistic<float> by_hand(16, 3, 7);
+  Trainer<float, PixelLogistic<float>> one(by_hand);
+  Rng order_rng(o.shuffle_seed);
+  const auto order = shuffled_indices(32, order_rng);
+  one.step(train.set(16), std::span(order).first(8), o.lr);
+  CHECK(one.last_step_applied());
+  CHECK(by_hand.W() == m.W());
+  CHECK(by_hand.b() == m.b());
+  // A rate whose update itself overflows is refused loudly, never written as weights.
+  o.lr = 1e38;  // lr / (1 - 0.9) = 1e39: past the largest float
+  PixelLogistic<float> absurd(16, 3, 7);
+  Trainer<float, PixelLogistic<float>> overflow(absurd);
+  CHECK_THROWS_WITH_AS(fit<float>(overflow, train.set(16), test.set(16), o, [](const StepRecord&) {}, [](const EpochRecord&) {}),
+                       doctest::Contains("non-finite (from finite gradients)"), std::runtime_error);
+  // The same protocol at a sane rate completes: every step applied, the last epoch's evaluation returned.
+  o.lr = 1e-2;
+  PixelLogistic<float> sane(16, 3, 7);
+  Trainer<float, PixelLogistic<float>> fine(sane);
+  Evaluation last;
+  const FitResult ok = fit<float>(fine, train.set(16), test.set(16), o, [](const StepRecord&) {}, [&](const EpochRecord& e) { last = e.test; });
+  CHECK_FALSE(ok.diverged);
+  CHECK(ok.steps == 8);
+  CHECK(ok.steps_computed == 8);
+  CHECK(ok.evaluations == 2);
+  CHECK(ok.test.correct == last.correct);
+  CHECK(ok.test.nonfinite == 0);
 }

@@ -14,7 +14,7 @@ std::int64_t steps_per_epoch(std::int64_t train_images, Eigen::Index batch) {
 }
 
 template <typename T, typename Model>
-void fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
+FitResult fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
          const std::function<void(const StepRecord&)>& on_step, const std::function<void(const EpochRecord&)>& on_epoch) {
   using Clock = std::chrono::steady_clock;
   const std::int64_t n_train = options.train_images < 0 ? train.count() : std::min(options.train_images, train.count());
@@ -25,6 +25,7 @@ void fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test
   const std::int64_t total = per_epoch * options.epochs;
   Rng rng(options.shuffle_seed);
   std::int64_t step = 0;
+  FitResult result;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     const auto order = shuffled_indices(n_train, rng);
     const auto t0 = Clock::now();
@@ -33,6 +34,19 @@ void fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test
                                                   static_cast<std::size_t>(options.batch));
       const double lr = cosine_lr(options.lr, step, total);
       const double loss = trainer.step(train, batch, lr);
+      ++result.steps_computed;
+      if (!trainer.last_step_applied()) {
+        const auto t1 = Clock::now();
+        result.diverged = true;
+        result.epoch = epoch;
+        result.steps = step;
+        result.loss = loss;
+        result.test = evaluate(trainer.model(), test, options.test_images);
+        result.evaluations += 1;
+        result.train_seconds += std::chrono::duration<double>(t1 - t0).count();
+        result.eval_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
+        return result;
+      }
       on_step({epoch, step, lr, loss});
     }
     const auto t1 = Clock::now();
@@ -43,14 +57,21 @@ void fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test
     r.train_seconds = std::chrono::duration<double>(t1 - t0).count();
     r.eval_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
     on_epoch(r);
+    result.test = r.test;
+    result.evaluations += 1;
+    result.train_seconds += r.train_seconds;
+    result.eval_seconds += r.eval_seconds;
   }
+  result.epoch = options.epochs;
+  result.steps = total;
+  return result;
 }
 
-template void fit<float>(Trainer<float>&, const ImageSet&, const ImageSet&, const FitOptions&,
+template FitResult fit<float>(Trainer<float>&, const ImageSet&, const ImageSet&, const FitOptions&,
                          const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
-template void fit<double>(Trainer<double>&, const ImageSet&, const ImageSet&, const FitOptions&,
+template FitResult fit<double>(Trainer<double>&, const ImageSet&, const ImageSet&, const FitOptions&,
                           const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
-template void fit<float, PixelLogistic<float>>(Trainer<float, PixelLogistic<float>>&, const ImageSet&, const ImageSet&,
+template FitResult fit<float, PixelLogistic<float>>(Trainer<float, PixelLogistic<float>>&, const ImageSet&, const ImageSet&,
                                                const FitOptions&, const std::function<void(const StepRecord&)>&,
                                                const std::function<void(const EpochRecord&)>&);
 

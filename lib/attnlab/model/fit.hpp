@@ -31,14 +31,30 @@ struct EpochRecord {
   double train_seconds = 0, eval_seconds = 0;  // wall clock of this epoch's steps and of its evaluation
 };
 
+// How a run ended. A run diverges at the first step whose training loss or gradient is not finite (the
+// trainer then leaves the weights as they were, Trainer::step): it stops there, and `test` evaluates the
+// weights it stopped with, the last finite ones. A run that did not diverge has `test` = its last epoch's.
+struct FitResult {
+  bool diverged = false;
+  int epoch = 0;           // the epoch the run ended in (1-based)
+  std::int64_t steps = 0;  // Adam steps applied: every step of the run, or those before the divergence
+  double loss = 0;         // the diverging step's training loss (NaN, an infinity, or finite with a non-finite gradient)
+  Evaluation test;
+  // Wall clock of the whole run: the steps computed (the diverging one included) and the evaluations made.
+  std::int64_t steps_computed = 0;
+  int evaluations = 0;
+  double train_seconds = 0, eval_seconds = 0;
+};
+
 // steps per epoch: floor(train images / batch) (the last partial batch of each shuffle is dropped).
 std::int64_t steps_per_epoch(std::int64_t train_images, Eigen::Index batch);
 
-// Trains trainer.model() (a ViT, or the linear baseline) and calls on_step after every step and on_epoch
-// after every epoch's evaluation. Throws std::invalid_argument when there is not one full batch of training
-// images.
+// Trains trainer.model() (a ViT, or the linear baseline) and calls on_step after every applied step and
+// on_epoch after every completed epoch's evaluation; a diverged run's last, partial epoch has no on_epoch
+// (the FitResult says where it stopped). Throws std::invalid_argument when there is not one full batch of
+// training images.
 template <typename T, typename Model = ViT<T>>
-void fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
+FitResult fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
          const std::function<void(const StepRecord&)>& on_step, const std::function<void(const EpochRecord&)>& on_epoch);
 
 }  // namespace attnlab

@@ -1,14 +1,18 @@
 // The data-parallel training step and the evaluation loop.
 #include "attnlab/model/trainer.hpp"
 
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace attnlab {
@@ -100,9 +104,43 @@ double Trainer<T, Model>::step(const ImageSet& data, std::span<const std::int64_
       Eigen::Map<Vec<T>>(grad_refs_[0][i].data, grad_refs_[0][i].size()) +=
           Eigen::Map<const Vec<T>>(grad_refs_[cu][i].data, grad_refs_[cu][i].size());
   }
+  // A non-finite loss or gradient would turn every weight Adam touches into NaN at once and leave nothing to
+  // inspect: the step is refused instead, and the caller (fit) ends the run there with finite weights.
+  last_step_applied_ = std::isfinite(loss);
+  for (std::size_t i = 0; last_step_applied_ && i < grad_refs_[0].size(); ++i)
+    last_step_applied_ = Eigen::Map<const Vec<T>>(grad_refs_[0][i].data, grad_refs_[0][i].size()).allFinite();
+  if (!last_step_applied_) return loss;
   adam_.step(model_.parameter_tensors(), grad_refs_[0], lr);
+  // From finite gradients Adam moves each weight by about lr at most: only an absurd rate overflows here.
+  for (const auto& t : model_.parameter_tensors())
+    if (!Eigen::Map<const Vec<T>>(t.data, t.size()).allFinite())
+      throw std::runtime_error(fmt::format("Trainer::step: Adam's update at learning rate {:g} made {}", lr, t.name) +
+                               " non-finite (from finite gradients)");
   return loss;
 }
+
+namespace {
+
+// The summed cross-entropy of the rows of `logits` that are finite, and how many are not (an image's loss
+// log sum_c exp(l_c) - l_label, shifted by the row's maximum so that no exp() overflows).
+template <typename Derived>
+std::pair<double, std::int64_t> finite_rows_loss(const Eigen::MatrixBase<Derived>& logits, std::span<const std::uint8_t> labels) {
+  double sum = 0.0;
+  std::int64_t bad = 0;
+  for (Eigen::Index i = 0; i < logits.rows(); ++i) {
+    if (!logits.row(i).allFinite()) {
+      ++bad;
+      continue;
+    }
+    const double top = static_cast<double>(logits.row(i).maxCoeff());
+    double z = 0.0;
+    for (Eigen::Index c = 0; c < logits.cols(); ++c) z += std::exp(static_cast<double>(logits(i, c)) - top);
+    sum += std::log(z) + top - static_cast<double>(logits(i, labels[static_cast<std::size_t>(i)]));
+  }
+  return {sum, bad};
+}
+
+}  // namespace
 
 template <typename Model>
 Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count) {
@@ -112,7 +150,7 @@ Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count
   if (N == 0) return e;
   const Eigen::Index chunks = (N + kChunkImages - 1) / kChunkImages;
   std::vector<double> losses(static_cast<std::size_t>(chunks));
-  std::vector<std::int64_t> correct(static_cast<std::size_t>(chunks));
+  std::vector<std::int64_t> correct(static_cast<std::size_t>(chunks)), nonfinite(static_cast<std::size_t>(chunks));
   std::vector<typename Model::Activations> act(static_cast<std::size_t>(omp_get_max_threads()));
   const EigenSingleThreaded single;
   parallel_chunks(chunks, [&](Eigen::Index c) {
@@ -123,21 +161,27 @@ Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count
     std::vector<std::uint8_t> labels(images.size());
     for (std::size_t i = 0; i < images.size(); ++i) labels[i] = checked_label(data, images[i]);
     model.set_inputs(a, data.pixels, data.side, images);
-    losses[static_cast<std::size_t>(c)] = model.forward_backward(a, labels, 1.0, nullptr);
+    const auto cu = static_cast<std::size_t>(c);
+    losses[cu] = model.forward_backward(a, labels, 1.0, nullptr);
+    // The model's own loss where every logit is finite (the usual case, its bits unchanged); else the
+    // finite rows' loss, and the others counted.
+    if (!a.logits.allFinite()) std::tie(losses[cu], nonfinite[cu]) = finite_rows_loss(a.logits, labels);
     std::int64_t right = 0;
     for (Eigen::Index i = 0; i < size; ++i) {
+      if (!a.logits.row(i).allFinite()) continue;
       Eigen::Index arg = 0;
       a.logits.row(i).maxCoeff(&arg);
       right += arg == labels[static_cast<std::size_t>(i)] ? 1 : 0;
     }
-    correct[static_cast<std::size_t>(c)] = right;
+    correct[cu] = right;
   });
   double loss = 0.0;
   for (std::size_t c = 0; c < losses.size(); ++c) {
     loss += losses[c];
     e.correct += correct[c];
+    e.nonfinite += nonfinite[c];
   }
-  e.loss = loss / static_cast<double>(N);
+  e.loss = e.nonfinite < N ? loss / static_cast<double>(N - e.nonfinite) : std::numeric_limits<double>::quiet_NaN();
   return e;
 }
 

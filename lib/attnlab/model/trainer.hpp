@@ -46,7 +46,13 @@ class Trainer {
 
   // One optimiser step on the images data[batch]: the mean cross-entropy's gradient, summed chunk by
   // chunk in index order, then Adam with learning rate lr. Returns the batch's mean loss (before the step).
+  // When that loss or any entry of the gradient is not finite (a method whose forward divides by an
+  // estimate that can reach zero, such as random Fourier attention), Adam is NOT applied: the model and
+  // the optimiser stay as they were, finite, and last_step_applied() says so. The run has diverged there.
+  // Throws std::runtime_error if Adam's update itself makes a weight non-finite (a learning rate near the
+  // largest float).
   double step(const ImageSet& data, std::span<const std::int64_t> batch, double lr);
+  bool last_step_applied() const { return last_step_applied_; }
 
   // The last step's gradient (the chunks' sum), in manifest order.
   const std::vector<TensorRef<T>>& last_gradient() const { return grad_refs_.front(); }
@@ -62,17 +68,20 @@ class Trainer {
   std::vector<std::vector<TensorRef<T>>> grad_refs_; // per chunk, manifest order
   std::vector<std::vector<std::uint8_t>> labels_;    // per chunk
   std::vector<double> losses_;                       // per chunk
+  bool last_step_applied_ = true;
 };
 
 struct Evaluation {
-  double loss = 0.0;        // mean cross-entropy
-  std::int64_t correct = 0; // argmax (first maximum) equals the label
+  double loss = 0.0;          // mean cross-entropy over the images with finite logits (NaN when there are none)
+  std::int64_t correct = 0;   // argmax (first maximum) equals the label; an image with a non-finite logit is wrong
   std::int64_t count = 0;
+  std::int64_t nonfinite = 0; // images whose logits hold a NaN or an infinity (counted wrong, left out of loss)
   double accuracy() const { return count > 0 ? static_cast<double>(correct) / static_cast<double>(count) : 0.0; }
 };
 
 // Mean loss and accuracy over the first `count` images of data (all when count < 0), in chunks of
-// kChunkImages over OpenMP threads, the chunks' losses summed in index order.
+// kChunkImages over OpenMP threads, the chunks' losses summed in index order. Images whose logits are not
+// finite are counted in `nonfinite`, as wrong, and left out of the mean loss.
 template <typename Model>
 Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count = -1);
 

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "attnlab/core/rng.hpp"
 #include "attnlab/model/trainer.hpp"
 
@@ -47,7 +49,10 @@ std::unique_ptr<ViT<float>> train_quick_vit(const std::string& method, std::uint
   // that call this measure the model themselves (a third of the time of a quick run of theirs).
   FitOptions options = training_fit_options(true, 1, kTrainingBatch, seed);
   options.test_images = 0;
-  fit<float>(trainer, train, test, options, [](const StepRecord&) {}, [](const EpochRecord&) {});
+  const FitResult r = fit<float>(trainer, train, test, options, [](const StepRecord&) {}, [](const EpochRecord&) {});
+  if (r.diverged)
+    throw std::runtime_error(fmt::format("train_quick_vit: {} seed index {} diverged at step {} (training loss {})", method,
+                                         seed_index, r.steps, r.loss));
   return model;
 }
 
