@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <malloc.h>
 
+#include <cmath>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -36,7 +38,7 @@ namespace exp_vit_training {  // compiled beside other programs, linked alone (C
 
 namespace {
 
-// The protocol (vit_spec.md, model/training_protocol.hpp): Adam, peak learning rate 5e-4 cosine to 0, batch 16,
+// The protocol (vit_spec.md, model/training_protocol.hpp): Adam, peak learning rate 5e-4 (--lr) cosine to 0, batch 16,
 // seeds base + 0, 1, 2, kTrainingFullEpochs epochs (--quick: one epoch of 8 steps, 256 test images).
 // The methods compared for U17: seed 002's five attentions (both linear forms, both random-feature forms).
 // "symmetric" (seed 000's reparameterization) and the linear baseline are trained and reported beside them,
@@ -88,17 +90,28 @@ void save_run(const PixelLogistic<float>& m, const std::filesystem::path& dir, s
   save_pixel_logistic(m, dir, steps);
 }
 
+// A run's status in vit_training_runs.csv: it completed every step, or it diverged (a non-finite training
+// loss or gradient, fit.hpp) and stopped there; its `steps` are then the steps applied, and its accuracy that
+// of the weights it stopped with.
+constexpr const char* kStatus = "status";
+constexpr const char* kCompleted = "completed";
+constexpr const char* kDiverged = "diverged";
+constexpr const char* kTestNonfinite = "test_nonfinite";
+
 // The tables of a sweep, their columns in the order they are written.
 struct Tables {
   CsvTable steps{{text_col(tt::kMethod), int_col(tt::kSeed), int_col(tt::kEpoch), int_col("step"), real_col("lr"),
                   real_col("train_loss")}};
-  CsvTable epochs{{text_col(tt::kMethod), int_col(tt::kSeed), int_col(tt::kEpoch), real_col("test_loss"),
-                   real_col(tt::kTestAccuracy), int_col("test_correct"), int_col(tt::kTestImages)}};
+  // test_loss is over the images with finite logits (test_nonfinite counts the others, as wrong); NaN only
+  // when no image has finite logits.
+  CsvTable epochs{{text_col(tt::kMethod), int_col(tt::kSeed), int_col(tt::kEpoch), real_col("test_loss", true),
+                   real_col(tt::kTestAccuracy), int_col("test_correct"), int_col(tt::kTestImages), int_col(kTestNonfinite)}};
   CsvTable runs{{text_col(tt::kMethod), int_col(tt::kSeed), text_col("attention"), real_col(tt::kTestAccuracy),
                  real_col("accuracy_lower95"), real_col("accuracy_upper95"), int_col("test_correct"), int_col(tt::kTestImages),
                  int_col(tt::kTrainImages), int_col(tt::kEpochs), int_col("steps"), int_col("batch"), real_col("peak_lr"),
                  text_col("schedule"), text_col("optimizer"), int_col("D"), int_col("heads"), int_col("layers"), int_col("mlp"),
-                 int_col("tokens"), int_col("patch"), int_col("stride"), int_col("pad"), int_col("parameters")}};
+                 int_col("tokens"), int_col("patch"), int_col("stride"), int_col("pad"), int_col("parameters"),
+                 text_col(kStatus), int_col(kTestNonfinite)}};
   CsvTable timing{{text_col(tt::kMethod), int_col(tt::kSeed), int_col("steps"), real_col("seconds_per_step"),
                    real_col("train_seconds_per_epoch"), real_col("eval_seconds_per_epoch"), real_col("train_images_per_second"),
                    int_col("threads")}};
@@ -109,6 +122,7 @@ struct Sweep {
   const ImageSet &train, &test;
   int epochs;
   Eigen::Index batch;
+  double lr;  // peak learning rate
   std::int64_t train_images, run_steps;
   Tables& tables;
   Progress& progress;
@@ -123,39 +137,49 @@ void train_run(const Sweep& x, const Run& run, Model& model) {
   const std::string& m = run.method;
   const int s = run.seed_index;
   Trainer<float, Model> trainer(model);
-  double train_seconds = 0, eval_seconds = 0;
-  Evaluation last;
-  fit<float>(
-      trainer, x.train, x.test, training_fit_options(quick, x.epochs, x.batch, seed),
+  FitOptions options = training_fit_options(quick, x.epochs, x.batch, seed);
+  options.lr = x.lr;
+  const FitResult fitted = fit<float>(
+      trainer, x.train, x.test, options,
       [&](const StepRecord& r) {
         x.tables.steps.add_row({m, s, r.epoch, r.step, r.lr, r.loss});
         x.progress.tick();
       },
       [&](const EpochRecord& r) {
-        x.tables.epochs.add_row({m, s, r.epoch, r.test.loss, r.test.accuracy(), r.test.correct, r.test.count});
-        train_seconds += r.train_seconds;
-        eval_seconds += r.eval_seconds;
-        last = r.test;
+        x.tables.epochs.add_row({m, s, r.epoch, r.test.loss, r.test.accuracy(), r.test.correct, r.test.count, r.test.nonfinite});
         x.progress.milestone(fmt::format("{} seed {}/{} epoch {}/{}: test accuracy {:.4f} ({} images), {:.0f} images/s", m, s + 1,
                                          kTrainingSeeds, r.epoch, x.epochs, r.test.accuracy(), r.test.count,
                                          static_cast<double>(r.steps * x.batch) / r.train_seconds));
       });
+  const Evaluation& last = fitted.test;
+  if (fitted.diverged) {
+    // The rest of the run's steps will not be computed: the sweep's progress and ETA skip them.
+    x.progress.tick(static_cast<std::size_t>(x.run_steps - fitted.steps));
+    x.progress.milestone(fmt::format("{} seed {}/{} DIVERGED at step {} (epoch {}): training loss {}{}; stopped there, test "
+                                     "accuracy {:.4f} with the weights before that step ({} of {} test images with non-finite logits)",
+                                     m, s + 1, kTrainingSeeds, fitted.steps, fitted.epoch, format_real(fitted.loss),
+                                     std::isfinite(fitted.loss) ? " with a non-finite gradient" : "", last.accuracy(), last.nonfinite,
+                                     last.count));
+  }
   const Interval cp = clopper_pearson(static_cast<std::size_t>(last.correct), static_cast<std::size_t>(last.count));
   const ModelRow w = model_row(model);
   x.tables.runs.add_row({m, s, w.attention, last.accuracy(), cp.lower, cp.upper, last.correct, last.count, x.train_images, x.epochs,
-                         x.run_steps, x.batch, kTrainingLearningRate, "cosine to 0 over the run's steps",
+                         fitted.steps, x.batch, x.lr, "cosine to 0 over the run's steps",
                          "Adam(0.9, 0.999, eps 1e-8, no weight decay)", w.D, w.heads, w.layers, w.mlp, w.tokens, w.patch, w.stride,
-                         w.pad, w.parameters});
-  x.tables.timing.add_row({m, s, x.run_steps, train_seconds / static_cast<double>(x.run_steps), train_seconds / x.epochs,
-                           eval_seconds / x.epochs, static_cast<double>(x.run_steps * x.batch) / train_seconds,
+                         w.pad, w.parameters, fitted.diverged ? kDiverged : kCompleted, last.nonfinite});
+  // Per step and per evaluation over what the run computed (a diverged run: its steps up to the diverging one).
+  const auto computed = static_cast<double>(fitted.steps_computed);
+  const double per_epoch_steps = static_cast<double>(x.run_steps) / x.epochs;
+  x.tables.timing.add_row({m, s, fitted.steps_computed, fitted.train_seconds / computed, fitted.train_seconds / computed * per_epoch_steps,
+                           fitted.eval_seconds / fitted.evaluations, computed * static_cast<double>(x.batch) / fitted.train_seconds,
                            x.cli.options().threads});
-  save_run(model, run_checkpoint_dir(x.cli.options().out, m, s), x.run_steps);
+  save_run(model, run_checkpoint_dir(x.cli.options().out, m, s), fitted.steps);
   x.cli.add_artifact_dir(run_checkpoint_relative(m, s));
 }
 
 // Trains the shard's runs and writes their rows and checkpoints.
 void measure_training(const ExperimentCli& cli, const Shard& shard, const FashionMnist& data, const std::string& method,
-                      int epochs, const TrainingShape& shape) {
+                      int epochs, const TrainingShape& shape, double lr) {
   const bool quick = cli.options().quick;
   const int n_epochs = epochs > 0 ? epochs : (quick ? 1 : kTrainingFullEpochs);
   const std::vector<Run> all = sweep(method);
@@ -175,7 +199,7 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const Fashio
   const Shard::Range range = shard.range(costs);
   Tables tables;
   Progress progress(cli.name(), range.size() * static_cast<std::size_t>(run_steps), Progress::lines);
-  const Sweep x{cli, train, test, n_epochs, shape.batch, train_images, run_steps, tables, progress};
+  const Sweep x{cli, train, test, n_epochs, shape.batch, lr, train_images, run_steps, tables, progress};
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const Run& run = all[i];
     const std::uint64_t seed = run_seed(cli.options().seed, run.seed_index);
@@ -204,10 +228,19 @@ std::vector<ClaimRow> judge_u17(const ExperimentCli& cli, const std::filesystem:
   const TableReader t(dir / tt::kRunsFile);
   std::map<std::string, std::vector<double>> accuracy;
   std::size_t vit_row = t.rows();  // the first ViT row: the protocol's widths (every ViT run of a sweep shares them)
+  std::string diverged;            // the runs that diverged, named in the note: they count with the accuracy they stopped at
   for (std::size_t r = 0; r < t.rows(); ++r) {
     accuracy[t.text(r, tt::kMethod)].push_back(t.real(r, tt::kTestAccuracy));
     if (vit_row == t.rows() && t.text(r, tt::kMethod) != kPixelLogisticBaseline) vit_row = r;
+    if (t.text(r, kStatus) == kDiverged)
+      diverged += fmt::format("{}{} seed {} at step {} of {} (test accuracy {:.4f}, {} test images with non-finite logits)",
+                              diverged.empty() ? "" : "; ", t.text(r, tt::kMethod), t.integer(r, tt::kSeed), t.integer(r, "steps"),
+                              steps_per_epoch(t.integer(r, tt::kTrainImages), t.integer(r, "batch")) * t.integer(r, tt::kEpochs),
+                              t.real(r, tt::kTestAccuracy), t.integer(r, kTestNonfinite));
   }
+  if (!diverged.empty())
+    diverged = " Diverged (a non-finite training loss or gradient; the run stopped there and counts with the accuracy of the "
+               "weights it stopped with): " + diverged + ".";
   std::vector<MethodInterval> intervals;
   std::vector<std::pair<std::string, MeanInterval>> groups;
   for (const auto& m : kSeed002Methods)
@@ -228,11 +261,11 @@ std::vector<ClaimRow> judge_u17(const ExperimentCli& cli, const std::filesystem:
   const std::string note = fmt::format(
       "{} Mean test accuracy over {} seeds, 95% Student-t intervals: {}. {} Fashion-MNIST ({} test images) in place of "
       "CIFAR-10, {} training images per epoch; ViT D={} H={} L={} mlp={} on {} tokens ({}x{} windows every {} pixels, "
-      "padding {}); Adam, lr 5e-4 cosine, batch {}; {} epoch(s) (the seed trained 50 epochs on GPUs: bin/exp_vit_training "
+      "padding {}); Adam, peak lr {:g} cosine, batch {}; {} epoch(s) (the seed trained 50 epochs on GPUs: bin/exp_vit_training "
       "--epochs 50 runs that protocol). Per-run Clopper-Pearson intervals in {}; accuracy against epoch in {}.{}",
-      j.note, groups.front().second.count, means, compare_with_baseline(dir / tt::kRunsFile).sentence, cell(tt::kTestImages),
+      j.note + diverged, groups.front().second.count, means, compare_with_baseline(dir / tt::kRunsFile).sentence, cell(tt::kTestImages),
       cell(tt::kTrainImages), cell("D"), cell("heads"), cell("layers"), cell("mlp"), cell("tokens"), cell("patch"), cell("patch"),
-      cell("stride"), cell("pad"), cell("batch"), cell(tt::kEpochs), cli.evidence_path(tt::kRunsFile),
+      cell("stride"), cell("pad"), t.real(vit_row, "peak_lr"), cell("batch"), cell(tt::kEpochs), cli.evidence_path(tt::kRunsFile),
       cli.evidence_path(tt::kEpochMeansFile), cli.options().quick ? " --quick: a few steps, not a test of the claim." : "");
   return {ClaimRow{"U17", j.verdict,
                    "lower 95% bound of Linformer's mean test accuracy minus the highest upper bound of the other seed-002 methods (fraction)",
@@ -263,6 +296,8 @@ int main(int argc, char** argv) {
   cli.add_integer("--layers", shape.layers, "Transformer blocks, 1 to 64", 1, 64, true);
   cli.add_integer("--mlp", shape.mlp, "MLP hidden width, 1 to 16384", 1, 16384, true);
   cli.add_integer("--batch", shape.batch, "training images per Adam step, 1 to 60000", 1, 60000, true);
+  double lr = kTrainingLearningRate;
+  cli.add_real("--lr", lr, "Adam's peak learning rate, annealed to 0 by the cosine schedule, in (0, 1e37]", 0, 1e37);
   // Checked while parsing, before --out is created: a bad shape leaves nothing behind.
   cli.add_parse_check("--width", [&shape] {
     return shape.D % shape.heads == 0 ? std::string()
@@ -278,7 +313,7 @@ int main(int argc, char** argv) {
     loaded = load_fashion_mnist_for(cli, data_dir, 28);
     if (!loaded) return kExitUsage;
   }
-  return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, *loaded, method, epochs, shape); },
+  return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, *loaded, method, epochs, shape, lr); },
                               [&](const std::filesystem::path& dir) { return judge_u17(cli, dir); }});
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attnlab/io/csv_table.hpp"
+#include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/baseline_comparison.hpp"
 #include "attnlab/lab/checkpoint_experiment.hpp"
 #include "attnlab/lab/paired_change.hpp"
@@ -166,4 +167,46 @@ TEST_CASE("exp_vit_training --quick writes every run's checkpoint and progress l
   }
   CHECK(std::find(compared.begin(), compared.end(), "trained_attention_rank_images.csv") != compared.end());
   CHECK(std::find(compared.begin(), compared.end(), "trained_regression_target.csv") != compared.end());
+}
+
+TEST_CASE("exp_vit_training: a run that diverges is stopped there, reported with its checkpoint and named in U17's note") {
+  // At a peak learning rate of 1e37 Adam's first step moves every weight by about 1e37, and the next forward
+  // overflows: every run of the quick sweep diverges within its 8 steps.
+  ScratchDir out;
+  const auto r = run_binary("exp_vit_training", {"--quick", "--lr", "1e37", "--seed", "9", "--out", out.path().string()});
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  CHECK(r.output.find("DIVERGED at step") != std::string::npos);
+  const TableReader runs(out.path() / training_tables::kRunsFile);
+  REQUIRE(runs.rows() == 9 * static_cast<std::size_t>(kTrainingSeeds));
+  std::size_t diverged = 0;
+  for (std::size_t i = 0; i < runs.rows(); ++i) {
+    INFO(runs.text(i, training_tables::kMethod) << " seed " << runs.integer(i, training_tables::kSeed));
+    const std::string status = runs.text(i, "status");
+    CHECK((status == "diverged" || status == "completed"));
+    if (status != "diverged") continue;
+    ++diverged;
+    CHECK(runs.integer(i, "steps") < 8);  // the quick run's 8 steps, not all applied
+    CHECK(runs.real(i, "peak_lr") == 1e37);
+    CHECK(runs.integer(i, "test_correct") + runs.integer(i, "test_nonfinite") <= runs.integer(i, training_tables::kTestImages));
+    CHECK(std::filesystem::is_regular_file(
+        run_checkpoint_dir(out.path(), runs.text(i, training_tables::kMethod), static_cast<int>(runs.integer(i, training_tables::kSeed))) /
+        "manifest.json"));
+  }
+  CHECK(diverged >= 1);
+  const std::string ledger = read_text(out.path() / "claims.csv");
+  CHECK(ledger.find("U17") != std::string::npos);
+  CHECK(ledger.find("Diverged (a non-finite training loss or gradient") != std::string::npos);
+  CHECK(ledger.find("peak lr 1e+37") != std::string::npos);
+  // A bad rate is one line and exit status 2, nothing written.
+  ScratchDir bad;
+  for (const char* lr : {"0", "-1", "nan", "inf", "2e37", "fast", "1e400"}) {
+    INFO("--lr " << lr);
+    const auto b = run_binary("exp_vit_training", {"--quick", "--lr", lr, "--out", (bad.path() / "o").string()});
+    INFO(b.output);
+    CHECK(b.exit_status == 2);
+    CHECK(std::count(b.output.begin(), b.output.end(), '\n') == 1);
+    CHECK(b.output.find(lr) != std::string::npos);
+    CHECK(!std::filesystem::exists(bad.path() / "o"));
+  }
 }

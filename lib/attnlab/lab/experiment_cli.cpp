@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <Eigen/Core>
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -54,6 +56,19 @@ void ExperimentCli::add_integer(const std::string& flag, int& target, const std:
 void ExperimentCli::add_integer(const std::string& flag, std::int64_t& target, const std::string& description,
                                 std::int64_t lo, std::int64_t hi, bool show_default) {
   add_integer_option(*parser_, flag, target, description, lo, hi, show_default);
+}
+
+void ExperimentCli::add_real(const std::string& flag, double& target, const std::string& description, double lo, double hi) {
+  const auto in_range = [lo, hi](const std::string& text) -> std::string {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
+      return "not a finite number: " + text;
+    if (!(v > lo && v <= hi)) return fmt::format("{} is outside ({:g}, {:g}]", text, lo, hi);
+    return {};
+  };
+  parser_->add_option(flag, target, description)->check(CLI::Validator(in_range, "X"))->capture_default_str();
 }
 
 void ExperimentCli::add_choice(const std::string& flag, std::string& target, const std::string& description,

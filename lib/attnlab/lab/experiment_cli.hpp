@@ -52,6 +52,9 @@ class ExperimentCli {
                    bool show_default = false);
   void add_integer(const std::string& flag, std::int64_t& target, const std::string& description, std::int64_t lo,
                    std::int64_t hi, bool show_default = false);
+  //   --flag X     a finite real number in (lo, hi] (decimal or exponent notation; nan and inf refused);
+  //                --help shows `target`'s value now as the default.
+  void add_real(const std::string& flag, double& target, const std::string& description, double lo, double hi);
   //   --flag NAME  one of `choices`.
   void add_choice(const std::string& flag, std::string& target, const std::string& description,
                   const std::vector<std::string>& choices);
