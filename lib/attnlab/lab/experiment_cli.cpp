@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <Eigen/Core>
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -59,16 +58,12 @@ void ExperimentCli::add_integer(const std::string& flag, std::int64_t& target, c
 }
 
 void ExperimentCli::add_real(const std::string& flag, double& target, const std::string& description, double lo, double hi) {
+  // FiniteNumber refuses nan, inf and numbers past a double; then the half-open range.
   const auto in_range = [lo, hi](const std::string& text) -> std::string {
-    char* end = nullptr;
-    errno = 0;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
-      return "not a finite number: " + text;
-    if (!(v > lo && v <= hi)) return fmt::format("{} is outside ({:g}, {:g}]", text, lo, hi);
-    return {};
+    const double v = std::strtod(text.c_str(), nullptr);
+    return v > lo && v <= hi ? std::string() : fmt::format("{} is outside ({:g}, {:g}]", text, lo, hi);
   };
-  parser_->add_option(flag, target, description)->check(CLI::Validator(in_range, "X"))->capture_default_str();
+  parser_->add_option(flag, target, description)->check(FiniteNumber)->check(CLI::Validator(in_range, "X"))->capture_default_str();
 }
 
 void ExperimentCli::add_choice(const std::string& flag, std::string& target, const std::string& description,
