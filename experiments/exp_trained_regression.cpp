@@ -331,9 +331,17 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, const Trai
   cli.write_table(g11, kG11File);
 }
 
-// The checkpoints' labels in the order a table first names them, as the notes cite them.
-std::string origin_of(const TableReader& t) {
-  return fmt::format("{}", fmt::join(t.distinct(col::kCheckpoint), "; "));
+// The checkpoints' labels in the order a table first names them, as the notes cite them: the run's checkpoints
+// (labelled relative to the output directory) as the ledger gives every evidence path.
+std::string origin_of(const ExperimentCli& cli, const TableReader& t) {
+  std::vector<std::string> cited;
+  for (const std::string& label : t.distinct(col::kCheckpoint)) {
+    const std::size_t end = label.find(" (");
+    cited.push_back(label.rfind("checkpoints/", 0) == 0 && end != std::string::npos
+                        ? cli.evidence_path(label.substr(0, end)) + label.substr(end)
+                        : label);
+  }
+  return fmt::format("{}", fmt::join(cited, "; "));
 }
 
 // The end of both notes: the linear baseline trained beside the models (from the same run's vit_training_runs.csv),
@@ -410,7 +418,7 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
       verdict == Verdict::holds   ? lowers.note
       : verdict == Verdict::fails ? not_lowers.note
                                   : lowers.note + " " + not_lowers.note,
-      cases, n_images, origin_of(t), worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star), ladder,
+      cases, n_images, origin_of(cli, t), worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star), ladder,
       kFirstOrderTolerance, first_order_agree, cases, median(central_best), worst_first_order, note_tail(cli, dir));
   return {"G12", verdict,
           "fraction of cases (checkpoint, layer, head, test image) where moving S to seed 004's B = G + S lowers "
@@ -470,7 +478,7 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
       "min f) / ||B||^2 = {:.3g}; the recipe is worse than Z = 0 in {}/{} instances. G6's part (Remark 2.1 matches): {} ({}); "
       "worst ratio {:.3g}; the unreachable ||B - PBP||^2 (P the projector on range(X')), absent from Remark 2.1, is up to "
       "{:.3g} of min f.{}",
-      j.note, n_images > 0 ? t.integer(0, col::kN) : 0, cols, rank_lo, rank_hi, n_regression, origin_of(t), fmt::join(ranks, ", "),
+      j.note, n_images > 0 ? t.integer(0, col::kN) : 0, cols, rank_lo, rank_hi, n_regression, origin_of(cli, t), fmt::join(ranks, ", "),
       to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero, t.rows(), to_string(j6.verdict), j6.note,
       worst_remark, max_unreachable_share, note_tail(cli, dir));
   return {"G11", j.verdict,

@@ -142,8 +142,11 @@ std::optional<TrainedModels<T>> CheckpointExperiment::load_run(const std::vector
                      model->config().attention.method, m);
           return std::nullopt;
         }
+        // The label names the checkpoint relative to the output directory, as the published results hold it: the
+        // same in every run whatever the layout of its tasks (a sharded run's --out links to the training shard
+        // that wrote it; its path there would differ from one cut to another, and from results/).
         out.labels.back().push_back(quick ? quick_label
-                                          : fmt::format("{} (seed {}, step {})", cli_.evidence_path(run_checkpoint_relative(m, k)),
+                                          : fmt::format("{} (seed {}, step {})", run_checkpoint_relative(m, k),
                                                         model->config().seed, read_checkpoint_info(dir).step));
         out.models.back().push_back(std::move(model));
       }

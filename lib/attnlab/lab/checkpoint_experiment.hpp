@@ -28,7 +28,8 @@
 namespace attnlab {
 
 // The models an experiment measures: models[m][k] is method m's model of seed index k (one model, seed
-// index 0, for a user's checkpoint), labels[m][k] says where it came from.
+// index 0, for a user's checkpoint), labels[m][k] says where it came from: "checkpoints/<method>/seed-<k> (seed S,
+// step N)" for the run's, relative to the output directory; the directory as given for a user's; a fixed text in --quick.
 template <typename T>
 struct TrainedModels {
   std::vector<std::string> methods;
