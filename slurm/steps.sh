@@ -247,9 +247,10 @@ cmd_finish() {
   done <"$run/plan.tsv"
   local report_flags=(--seed "$seed")
   [ "$quick" = 1 ] && report_flags+=(--quick)
+  # The ledger names its evidence in RUN/merged (where the stage is renamed to) before the report quotes it.
+  rewrite_dir "$stage/claims.csv" "$stage" "$run/merged"
   python3 "$root/tools/make_report.py" --results "$stage" "${report_flags[@]}" >"$run/logs/report.log" 2>&1 ||
     { sed 's/^/    /' "$run/logs/report.log" >&2; die "tools/make_report.py failed"; }
-  rewrite_dir "$stage/claims.csv" "$stage" "$run/merged"
   # The run record: every task's time, host and threads, the sessions' wall time, the build's vector ISA.
   python3 "$root/tools/run_record.py" sharded "$run" --finish-seconds "$((SECONDS - start))" --out "$stage/RUNS.md" \
     >"$run/logs/run_record.log" 2>&1 || { sed 's/^/    /' "$run/logs/run_record.log" >&2; die "tools/run_record.py failed"; }
@@ -268,6 +269,11 @@ cmd_publish() {
   cp -rp "$run/merged/." "$stage/"
   rm -f "$stage"/*.merged.json
   rewrite_dir "$stage/claims.csv" "$run/merged" "$out"
+  # The report quotes the ledger's notes, evidence paths included: made again from the rewritten ledger.
+  local report_flags=(--seed "$seed")
+  [ "$quick" = 1 ] && report_flags+=(--quick)
+  python3 "$root/tools/make_report.py" --results "$stage" "${report_flags[@]}" >"$run/logs/publish_report.log" 2>&1 ||
+    { sed 's/^/    /' "$run/logs/publish_report.log" >&2; die "tools/make_report.py failed"; }
   shopt -s nullglob
   if [ -d "$out" ]; then
     local f; for f in "$out"/bench_*; do cp -p "$f" "$stage/"; done

@@ -110,6 +110,8 @@ grep -q "the same vector ISA on both sides" "$scratch/cmp1" || fail "compare_run
 for i in 1 2 3 4; do [ -f "$run/shards/$split/$i/$split.shard.json" ] || fail "no stamp for $split task $i of 4"; done
 grep -q "$scratch/published/" "$scratch/published/claims.csv" || fail "the published ledger does not name the published directory"
 ! grep -q "$run/merged" "$scratch/published/claims.csv" || fail "the published ledger still names $run/merged"
+! grep -q "staging" "$scratch/published/REPORT.md" "$run/merged/REPORT.md" ||
+  fail "a report quotes a staging directory's paths: $(grep -o '.\{40\}staging.\{20\}' "$scratch/published/REPORT.md" "$run/merged/REPORT.md" | head -n 1)"
 grep -q "over 3 sessions (an interrupted run, resumed)" "$scratch/published/RUNS.md" ||
   fail "RUNS.md does not count the three sessions: $(grep 'wall time' "$scratch/published/RUNS.md")"
 
