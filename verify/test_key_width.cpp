@@ -166,10 +166,9 @@ TEST_CASE("Checkpoints record key_width; the committed version-2 checkpoints sti
   CHECK(read_text(dir.path() / "plain" / "manifest.json").find("key_width") == std::string::npos);
   CHECK(read_text(dir.path() / "narrow" / "manifest.json").find("\"key_width\": 2,") != std::string::npos);
   // The committed full-run checkpoints (version 2, no key_width): read as the default width, and they load. The
-  // first seed's, in exp_vit_training's layout checkpoints/<method>/seed-<k>/ (results committed before that layout
-  // kept one checkpoint per method, in checkpoints/<method>/).
-  const std::filesystem::path results = std::filesystem::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "exact";
-  const std::filesystem::path committed = std::filesystem::exists(results / "seed-0" / "manifest.json") ? results / "seed-0" : results;
+  // first seed's, in exp_vit_training's layout checkpoints/<method>/seed-<k>/.
+  const std::filesystem::path committed =
+      std::filesystem::path(ATTNLAB_SOURCE_DIR) / "results" / "checkpoints" / "exact" / "seed-0";
   INFO("committed checkpoint: " << committed);
   REQUIRE(std::filesystem::exists(committed / "manifest.json"));
   const CheckpointInfo c = read_checkpoint_info(committed);
