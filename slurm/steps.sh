@@ -42,6 +42,15 @@ die() { echo "steps.sh: $*" >&2; exit 2; }
 # absolute otherwise (ExperimentCli::evidence_path).
 ledger_path() { realpath -m --relative-base="$root" "$1"; }
 
+# REPORT.md in directory $1 from its ledger and tables (tools/make_report.py, the run's seed and mode), its
+# output in log $2; on failure the log is shown and the step stops.
+make_report() {
+  local flags=(--seed "$seed")
+  [ "$quick" = 1 ] && flags+=(--quick)
+  python3 "$root/tools/make_report.py" --results "$1" "${flags[@]}" >"$2" 2>&1 ||
+    { sed 's/^/    /' "$2" >&2; die "tools/make_report.py failed"; }
+}
+
 # Rewrites every mention of directory $2 in file $1 (as the ledger names it) into directory $3.
 rewrite_dir() {
   local file=$1 from to
@@ -245,12 +254,9 @@ cmd_finish() {
     fi
     printf '%-28s %-8s %3d s\n' "$exp" "$([ "$mode" = sharded ] && echo judged || echo whole)" "$((SECONDS - t0))"
   done <"$run/plan.tsv"
-  local report_flags=(--seed "$seed")
-  [ "$quick" = 1 ] && report_flags+=(--quick)
   # The ledger names its evidence in RUN/merged (where the stage is renamed to) before the report quotes it.
   rewrite_dir "$stage/claims.csv" "$stage" "$run/merged"
-  python3 "$root/tools/make_report.py" --results "$stage" "${report_flags[@]}" >"$run/logs/report.log" 2>&1 ||
-    { sed 's/^/    /' "$run/logs/report.log" >&2; die "tools/make_report.py failed"; }
+  make_report "$stage" "$run/logs/report.log"
   # The run record: every task's time, host and threads, the sessions' wall time, the build's vector ISA.
   python3 "$root/tools/run_record.py" sharded "$run" --finish-seconds "$((SECONDS - start))" --out "$stage/RUNS.md" \
     >"$run/logs/run_record.log" 2>&1 || { sed 's/^/    /' "$run/logs/run_record.log" >&2; die "tools/run_record.py failed"; }
@@ -270,10 +276,7 @@ cmd_publish() {
   rm -f "$stage"/*.merged.json
   rewrite_dir "$stage/claims.csv" "$run/merged" "$out"
   # The report quotes the ledger's notes, evidence paths included: made again from the rewritten ledger.
-  local report_flags=(--seed "$seed")
-  [ "$quick" = 1 ] && report_flags+=(--quick)
-  python3 "$root/tools/make_report.py" --results "$stage" "${report_flags[@]}" >"$run/logs/publish_report.log" 2>&1 ||
-    { sed 's/^/    /' "$run/logs/publish_report.log" >&2; die "tools/make_report.py failed"; }
+  make_report "$stage" "$run/logs/publish_report.log"
   shopt -s nullglob
   if [ -d "$out" ]; then
     local f; for f in "$out"/bench_*; do cp -p "$f" "$stage/"; done
