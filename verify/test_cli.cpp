@@ -55,13 +55,13 @@ TEST_CASE("a shard's stamp records the experiment's own flags, not the common on
   // attnlab_merge refuses shards whose flags differ (test_shards.cpp): the stamp must carry them.
   ScratchDir dir;
   const auto out = dir.path() / "shard";
-  const auto r = run_binary("exp_qk_merge", {"--quick", "--repeats", "2", "--threads", "1", "--seed", "5", "--shard",
+  const auto r = run_binary("exp_qk_merge", {"--quick", "--repeats", "7", "--threads", "1", "--seed", "5", "--shard",
                                               "1/2", "--out", out.string()});
   REQUIRE(r.exit_status == 0);
   std::ifstream in(out / "exp_qk_merge.shard.json");
   const std::string stamp((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   INFO(stamp);
-  CHECK(stamp.find("\"options\": \"--repeats 2\",") != std::string::npos);
+  CHECK(stamp.find("\"options\": \"--repeats 7\",") != std::string::npos);
   CHECK(stamp.find("\"seed\": \"5\"") != std::string::npos);
 }
 
