@@ -454,8 +454,16 @@ trials, with exact **Clopper–Pearson** 95% intervals; a rate is judged by its 
 
 **Complexity claims** (O(n), O(d d_k²), …) are judged by **fitted exponents**: least squares of log cost on log
 size, with a 95% **Student-t** confidence interval, both for counted operations (deterministic) and for the
-**median of repeated timings** (robust to a noisy, shared 2-core machine). Counted operations decide whether the
-algorithm has the claimed order; timings show whether it is visible in practice.
+**median of repeated timings**. Counted operations decide whether the algorithm has the claimed order; timings
+show whether it is visible in practice.
+
+**Timing claims** are judged so that the machine's load cannot reverse them. The configurations a verdict compares
+(the sizes of a sweep, the methods of a grid cell) are timed **round-robin**, 9 rounds, every run kept in the
+timing table; each median gets a distribution-free 95% interval from order statistics (the 2nd-fastest to the
+2nd-slowest of 9 runs). An exponent or a ratio decides only where its interval clears the threshold, "fastest" or
+"faster" only where one interval lies strictly below the others (otherwise a **tie**, named in the note), and a
+verdict that such an undecided outcome could change is **inconclusive**. Each timing claim's note ends with its
+margin: the distance to the threshold in half-widths of the interval (beyond ±1 decided).
 
 **Ranks** are numerical ranks: singular values (or eigenvalue magnitudes) above max(m, n)·eps·σ_max count, the
 tolerance of LAPACK-based rank estimates (NumPy's `matrix_rank`); each metric names its tolerance.
@@ -476,7 +484,8 @@ READING = """\
 - *Observed* and *threshold* are in the units of the metric column. For residual ratios "observed ≤ threshold"
   means the identity holds; for a claim that something *does* matter (R9: precision affects the result) the
   comparison runs the other way; for exponents the note gives the fitted interval per path or method.
-- Timings depend on this machine (header); exponents transfer, absolute seconds do not.
+- Timings depend on this machine (header); exponents transfer, absolute seconds do not. On timing figures a point
+  is a median and its error bar the median's 95% interval.
 - **Figures** show what the verdict summarises. Where a caption says so, a point is the worst (max) or median over
   the rows sharing its x and series. Log axes are used where values span decades; an exact 0 cannot sit on a log
   axis, so such points are drawn as open circles on a floor below the data and counted in the caption. Dashed

@@ -209,7 +209,8 @@ def main():
         # Fitted lines: drawn from the fits table's numbers (not refitted from the points: the points below lie
         # on slope 2, the table says 1.5), over its x range; a series without its fit row skips the figure.
         fig = next(f for f in spec["figures"] if f["name"] == "u7_time_vs_n")
-        points = [{"sweep": "n", "precision": p, "n": str(n), "median_seconds": repr(1e-6 * n * n)}
+        points = [{"sweep": "n", "precision": p, "n": str(n), "median_seconds": repr(1e-6 * n * n),
+                   "lower95": repr(0.9e-6 * n * n), "upper95": repr(1.1e-6 * n * n)}
                   for p in ("double", "float") for n in (512, 1024, 2048, 4096)]
         fit_rows = [{"sweep": "n", "quantity": f"median_seconds_{p}", "points": "4", "x_min": "512", "x_max": "4096",
                      "slope": "1.5", "lower95": "1.25", "upper95": "1.75", "intercept": repr(math.log(3e-6)), "r2": "0.99"}
@@ -230,6 +231,9 @@ def main():
                       abs(float(icept) - math.log(3e-6)) < 1e-15, f"line ({lo}, {hi}, {icept}, {slope}) is not the table's")
             check(any("double 1.50 [1.25, 1.75] (x 512 to 4096)" in n for n in notes),
                   "the caption does not quote the table's slope, interval and range")
+            # Each median with its 95% interval (the spec's band columns) as an error bar.
+            check(script.count("with yerrorbars") == 2 and f"{1.1e-6 * 512 * 512!r}" in script,
+                  "the timing figure does not draw the medians' intervals as error bars")
         notes, why = make_report.build_figure(fig, points, os.path.join(tmp, "fit2.svg"), args.gnuplot, fit_rows[:1])
         check(notes is None and why is not None and "float" in why and "0 rows" in why,
               f"a series without its fit row was not refused: {why}")
