@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "attnlab/attention/attention_cost.hpp"
@@ -110,8 +111,8 @@ struct TimedKernel {
 
 // Runs every kernel once, the warm-up, checking that its output is usable; then times them all round-robin,
 // kTimedRounds rounds (A B C A B C ...: a stretch of load slows every kernel of the sweep or cell alike).
-// seconds[i] holds kernel i's runs, in round order.
-std::vector<std::vector<double>> time_kernels(const std::vector<TimedKernel>& kernels, Progress& progress) {
+// runs[i] holds kernel i's runs, in round order.
+std::vector<std::vector<TimedRun>> time_kernels(const std::vector<TimedKernel>& kernels, Progress& progress) {
   std::vector<std::function<void()>> works;
   for (const TimedKernel& t : kernels) {
     const Stack probe = t.run();
@@ -265,7 +266,7 @@ ClaimRow judge_scaling(const ExperimentCli& cli, const std::vector<Method>& all,
   CsvTable fit_table(fit_columns({text_col(col::method), text_col(col::quantity)}));
   std::vector<ConditionInterval> table1;
   std::string fits;
-  std::vector<NamedMargin> margins;  // each method's time exponent against Table 1's + 0.3
+  std::vector<TimedOutcome> outcomes;  // each method's time and memory against Table 1's + 0.3, with margins
   for (const Method& m : all) {
     const std::string& name = m.name();
     std::vector<double> tx, secs;
@@ -282,18 +283,21 @@ ClaimRow judge_scaling(const ExperimentCli& cli, const std::vector<Method>& all,
                       t.slope_interval.upper - t1});
     // Counted, so exact: an interval of zero width.
     table1.push_back({name + "_memory", name + " memory (Table 1: n^" + format_real(m1) + ")", b.slope - m1, b.slope - m1});
-    const double margin = margin_below(slope_estimate(t), t1 + kExponentTolerance);
-    margins.push_back({margin, name + "'s time exponent"});
+    const BandJudgement time = judge_band({t.slope - t1, t.slope_interval.lower - t1, t.slope_interval.upper - t1},
+                                          -std::numeric_limits<double>::infinity(), kExponentTolerance);
+    const BandJudgement memory = judge_band(exact_estimate(b.slope - m1), -std::numeric_limits<double>::infinity(), kExponentTolerance);
+    outcomes.push_back({name + "'s time exponent", time.outcome, time.margin});
+    outcomes.push_back({name + "'s memory exponent (counted)", memory.outcome, memory.margin});
     fits += fmt::format("{} ({}): time ~ n^{:.2f} [{:.2f}, {:.2f}] (margin {}), counted work ~ n^{:.2f}, workspace ~ n^{:.2f}; ",
-                        name, to_string(m.user_impl()), t.slope, t.slope_interval.lower, t.slope_interval.upper, margin_text(margin),
-                        w.slope, b.slope);
+                        name, to_string(m.user_impl()), t.slope, t.slope_interval.lower, t.slope_interval.upper,
+                        margin_text(time.margin), w.slope, b.slope);
   }
   cli.write_table(fit_table, kScalingFitsTable);
   Judgement u14 = judge_intervals_by_condition(table1, kExponentTolerance);
   u14.note = (u14.note.empty() ? "" : u14.note + " ") + fits +
              fmt::format("d = {}, one head, float; each method timed in its fast kernel where it has one, the reference "
-                         "beside it, every kernel and length round-robin, {} rounds; medians and intervals in {}. {}",
-                         d, kTimedRounds, kScalingMediansTable, nearest_margin_sentence(margins));
+                         "beside it, every kernel and length round-robin, {} rounds; median CPU times and their intervals in {}. {}",
+                         d, kTimedRounds, kScalingMediansTable, margin_sentence(deciding_outcome(outcomes, u14.verdict)));
   return {"U14", u14.verdict,
           "max (upper 95% bound of the fitted exponent in n - Table 1's exponent) over five methods, time (timed) and "
           "memory (counted, exact); Table 1 gives upper bounds",
@@ -312,7 +316,7 @@ ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) 
   CsvTable cells({int_col(col::n), int_col(col::d), text_col(col::fastest), text_col(col::tied), text_col(col::linear_fastest),
                   real_col(col::margin, true)});
   std::vector<ConditionOutcome> outcomes;
-  std::vector<NamedMargin> margins;  // each cell's, the fastest linear form against the fastest other method
+  std::vector<TimedOutcome> margins;  // each cell's: the fastest linear form against the fastest other method
   std::string fastest_list;
   std::int64_t threads = 0;  // of the run that timed the grid
   std::size_t undecided_or_failing = 0;
@@ -333,7 +337,7 @@ ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) 
                                           race.others_best.upper, margin_text(race.margin));
     description += race.candidates.size() > 1 ? fmt::format("; tied: {})", fmt::join(race.candidates, ", ")) : ")";
     outcomes.push_back({name, description, race.outcome});
-    margins.push_back({race.margin, "the cell " + name});
+    margins.push_back({"the cell " + name, race.outcome, race.margin});
     undecided_or_failing += race.outcome != Verdict::holds;
     fastest_list += fmt::format("{}{}({}) ", fastest, tied.empty() ? "" : "[" + tied + "]", name);
   }
@@ -342,8 +346,8 @@ ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) 
   u15.note = (u15.note.empty() ? "" : u15.note + " ") + "fastest per cell (a tie lists the methods that could be fastest): " +
              fastest_list +
              fmt::format("(CPU, float, {} threads, fast kernels where a method has one, each cell's kernels round-robin, {} "
-                         "rounds, medians with 95% intervals in {}, each cell's outcome in {}; the report measured a T4 GPU). {}",
-                         threads, kTimedRounds, kGridMediansTable, kGridCellsTable, nearest_margin_sentence(margins));
+                         "rounds, median CPU times with 95% intervals in {}, each cell's outcome in {}; the report measured a T4 GPU). {}",
+                         threads, kTimedRounds, kGridMediansTable, kGridCellsTable, margin_sentence(deciding_outcome(margins, u15.verdict)));
   return {"U15", u15.verdict,
           "grid cells where linear attention is not separated-fastest (another method's 95% interval below both linear "
           "forms', or a tie)",

@@ -188,8 +188,7 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
   cli.write_table(timing.table(), kMediansTable);
   CsvTable fits_count(fit_columns({text_col(col::sweep), text_col(col::quantity)}));
   CsvTable fits_time(fit_columns({text_col(col::sweep), text_col(col::quantity)}));
-  std::vector<BandJudgement> l2;
-  std::vector<NamedMargin> l2_margins;
+  std::vector<TimedOutcome> l2;  // the time exponent (double) in L, k and d
   BandJudgement u7_time{Verdict::inconclusive, 0};
   double l2_farthest = 0, u7_farthest = 0, u7_mem = 0, u7_model = 0;
   std::string per_sweep, n_sweep;  // "L 1.02 [0.98, 1.06] (margin +2.10), ..." for the notes
@@ -217,14 +216,13 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
     };
     add(fits_count, col::multiply_adds, x, ops);
     const double model_slope = add(fits_count, col::workspace_bytes, x, model).slope;
-    const PowerLawFit sd = add(fits_time, "median_seconds_double", xt, td);
-    add(fits_time, "median_seconds_float", xt, tf);
+    const PowerLawFit sd = add(fits_time, "median_cpu_seconds_double", xt, td);
+    add(fits_time, "median_cpu_seconds_float", xt, tf);
     const BandJudgement b = judge_band(slope_estimate(sd), 1 - kExponentTolerance, 1 + kExponentTolerance);
     // How far from 1 the interval reaches: within the tolerance exactly when the sweep is linear.
     const double farthest = std::max(std::abs(sd.slope_interval.lower - 1), std::abs(sd.slope_interval.upper - 1));
     const std::string label = sweep == "n" ? "L" : sweep;
-    l2.push_back(b);
-    l2_margins.push_back({b.margin, "the exponent in " + label});
+    l2.push_back({"the time exponent in " + label, b.outcome, b.margin});
     l2_farthest = std::max(l2_farthest, farthest);
     const std::string text = fmt::format("{} {:.2f} [{:.2f}, {:.2f}] (margin {})", label, sd.slope, sd.slope_interval.lower,
                                          sd.slope_interval.upper, margin_text(b.margin));
@@ -240,22 +238,26 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
   const bool mem_ok = linear(u7_model) && (!mem_measured || linear(u7_mem));
   // U7: the memory exponents are counted or measured once, not timed: they decide alone where they fail.
   const Verdict u7 = mem_ok ? u7_time.outcome : Verdict::fails;
-  const auto count = [&](Verdict v) { return std::count_if(l2.begin(), l2.end(), [&](const BandJudgement& b) { return b.outcome == v; }); };
+  const std::vector<TimedOutcome> u7_outcomes = {
+      {"the time exponent in n", u7_time.outcome, u7_time.margin},
+      {"the memory exponents (counted and measured once, not timed)", mem_ok ? Verdict::holds : Verdict::fails,
+       (mem_ok ? 1 : -1) * std::numeric_limits<double>::infinity()}};
+  const auto count = [&](Verdict v) { return std::count_if(l2.begin(), l2.end(), [&](const TimedOutcome& o) { return o.outcome == v; }); };
   const Verdict l2_verdict = count(Verdict::fails) > 0 ? Verdict::fails : count(Verdict::holds) == 3 ? Verdict::holds : Verdict::inconclusive;
-  const std::string timed = fmt::format("medians of {} interleaved rounds in {}", kTimedRounds, kMediansTable);
-  return {{"U7", u7, "largest distance from 1 of the 95% interval of Linformer's fitted time exponent in n at fixed k (double)",
+  const std::string timed = fmt::format("median CPU times of {} interleaved rounds in {}", kTimedRounds, kMediansTable);
+  return {{"U7", u7, "largest distance from 1 of the 95% interval of Linformer's fitted CPU-time exponent in n at fixed k (double)",
            u7_farthest, kExponentTolerance, cli.evidence_path(kTimingTable),
            fmt::format("linear means the interval within 1 +- {}: time exponent {}; workspace model exponent {:.3f}; measured "
                        "peak-memory exponent {} ({}). {}",
                        kExponentTolerance, n_sweep, u7_model,
                        mem_measured ? fmt::format("{:.3f}", u7_mem) : "not measurable here", timed,
-                       nearest_margin_sentence({{u7_time.margin, "the exponent in n"}}))},
-          {"L2", l2_verdict, "largest distance from 1 of the 95% interval of the time exponent (double) against L, k and d separately",
+                       margin_sentence(deciding_outcome(u7_outcomes, u7, true)))},
+          {"L2", l2_verdict, "largest distance from 1 of the 95% interval of the CPU-time exponent (double) against L, k and d separately",
            l2_farthest, kExponentTolerance, cli.evidence_path(kTimingTable),
            "time exponents (double) " + per_sweep +
                "; the softmax's L k exponentials do not scale with d, so O(L k d') undercounts at small d'; " + timed +
                ", fits in linformer_cost_fits_timing.csv, memory model L(d + k) + k d in linformer_cost.csv. " +
-               nearest_margin_sentence(l2_margins)}};
+               margin_sentence(deciding_outcome(l2, l2_verdict, true))}};
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // R7: the cost of decomposing S_w (dense, Lanczos on the implicit operator, thin QR), and each path's accuracy.
 #include <fmt/format.h>
 
+#include <limits>
 #include <set>
 
 #include "attnlab/io/csv_table.hpp"
@@ -253,7 +254,7 @@ void measure_eigen_cost(const ExperimentCli& cli, const Shard& shard) {
   cli.write_table(timing, kTimingTable);
 }
 
-// The power law of a path's median time in `variable` ("d" or "d_k") over the configurations of that sweep.
+// The power law of a path's median CPU time in `variable` ("d" or "d_k") over the configurations of that sweep.
 PowerLawFit fit_path(const TimedMedians& timing, Path p, const std::string& variable) {
   std::vector<double> x, y;
   for (std::size_t i : timing.where({{col::sweep, variable}, {col::path, path_name(p)}})) {
@@ -288,17 +289,17 @@ std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::file
   std::string fits;
   CsvTable fit_table(fit_columns({text_col(col::path), text_col(col::sweep)}));
   std::vector<ConditionInterval> intervals;
-  std::vector<NamedMargin> margins;
+  std::vector<TimedOutcome> outcomes;
   double qr_upper = 0;
   for (Path p : kPaths) {
     const PowerLawFit f = fit_path(timing, p, col::d);
     fit_table.add_row(fit_row({path_name(p), col::d}, f));
     if (p == Path::qr) qr_upper = f.slope_interval.upper;
-    const double margin = margin_below(slope_estimate(f), kLinearExponentMax);
+    const BandJudgement b = judge_band(slope_estimate(f), -std::numeric_limits<double>::infinity(), kLinearExponentMax);
     fits += fmt::format("{} path: time ~ d^{:.2f} [{:.2f}, {:.2f}] (margin {}); ", path_name(p), f.slope, f.slope_interval.lower,
-                        f.slope_interval.upper, margin_text(margin));
+                        f.slope_interval.upper, margin_text(b.margin));
     intervals.push_back({path_name(p), fmt::format("the {} path", path_name(p)), f.slope_interval.lower, f.slope_interval.upper});
-    margins.push_back({margin, fmt::format("the {} path's exponent in d", path_name(p))});
+    outcomes.push_back({fmt::format("the {} path's exponent in d", path_name(p)), b.outcome, b.margin});
   }
   const Eigen::Index fixed_d = timing_plan(cli.options().quick).fixed_d;
   for (Path p : {Path::lanczos, Path::qr}) {
@@ -309,11 +310,11 @@ std::vector<ClaimRow> judge_eigen_cost(const ExperimentCli& cli, const std::file
   cli.write_table(fit_table, kFitsTable);
   Judgement j = judge_intervals_by_condition(intervals, kLinearExponentMax);
   j.note = (j.note.empty() ? "" : j.note + " ") + fits +
-           fmt::format("medians of {} interleaved rounds in {}; path checks: {} of {} applicable decompositions failed their "
+           fmt::format("median CPU times of {} interleaved rounds in {}; path checks: {} of {} applicable decompositions failed their "
                        "residual/orthogonality/eigenvalue check (see {}). {}",
-                       kTimedRounds, kMediansTable, failed_checks, applicable, kAccuracyTable, nearest_margin_sentence(margins));
+                       kTimedRounds, kMediansTable, failed_checks, applicable, kAccuracyTable, margin_sentence(deciding_outcome(outcomes, j.verdict)));
   return {ClaimRow{"R7", j.verdict,
-                   fmt::format("upper 95% bound of the fitted exponent of median time in d at d_k = {} (QR path shown; every "
+                   fmt::format("upper 95% bound of the fitted exponent of median CPU time in d at d_k = {} (QR path shown; every "
                                "path in the note)", kFixedDk),
                    qr_upper, kLinearExponentMax, cli.evidence_path(kTimingTable), j.note}};
 }

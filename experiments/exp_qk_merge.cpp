@@ -42,7 +42,7 @@ constexpr const char* factored_cheaper = "factored_cheaper";
 constexpr const char* factored_cheaper_by_count = "factored_cheaper_by_count";
 constexpr const char* factored_lower95 = "factored_lower95";
 constexpr const char* factored_madds = "factored_madds";
-constexpr const char* factored_median_seconds = "factored_median_seconds";
+constexpr const char* factored_median_cpu_seconds = "factored_median_cpu_seconds";
 constexpr const char* factored_smaller = "factored_smaller";
 constexpr const char* factored_upper95 = "factored_upper95";
 constexpr const char* faster = "faster";
@@ -54,7 +54,7 @@ constexpr const char* merged = "merged";
 constexpr const char* margin = "margin";
 constexpr const char* merged_lower95 = "merged_lower95";
 constexpr const char* merged_madds = "merged_madds";
-constexpr const char* merged_median_seconds = "merged_median_seconds";
+constexpr const char* merged_median_cpu_seconds = "merged_median_cpu_seconds";
 constexpr const char* merged_upper95 = "merged_upper95";
 constexpr const char* n = "n";
 constexpr const char* precision = "precision";
@@ -261,14 +261,15 @@ ClaimRow judge_s1(const ExperimentCli& cli, const std::filesystem::path& dir) {
 // below or above 1), a tie otherwise; written to qk_merge_time_ratio_timing.csv. Returns the note's sentence.
 std::string judge_s2_timing(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TimedMedians timing(TableReader(dir / kTimingTable), timing_keys());
-  CsvTable ratios({int_col(col::n), int_col(col::d), int_col(col::d_k), int_col(col::repeats), real_col(col::factored_median_seconds),
-                   real_col(col::factored_lower95), real_col(col::factored_upper95), real_col(col::merged_median_seconds),
+  CsvTable ratios({int_col(col::n), int_col(col::d), int_col(col::d_k), int_col(col::repeats), real_col(col::factored_median_cpu_seconds),
+                   real_col(col::factored_lower95), real_col(col::factored_upper95), real_col(col::merged_median_cpu_seconds),
                    real_col(col::merged_lower95), real_col(col::merged_upper95), real_col(col::time_ratio),
                    real_col(col::time_ratio_lower95), real_col(col::time_ratio_upper95), text_col(col::faster),
                    text_col(col::factored_cheaper_by_count), real_col(col::margin, true)});
   int factored = 0, merged = 0, ties = 0, agree = 0;
   std::size_t repeats = 0;
-  std::vector<NamedMargin> margins;
+  std::string nearest;  // the decided configuration nearest to a tie, and its margin
+  double nearest_margin = std::numeric_limits<double>::infinity();
   for (const auto& config : timing.distinct({col::n, col::d, col::d_k})) {
     const auto at = [&](const char* form) {
       const auto i = timing.where({{col::n, config[0]}, {col::d, config[1]}, {col::d_k, config[2]}, {col::form, form}});
@@ -294,14 +295,20 @@ std::string judge_s2_timing(const ExperimentCli& cli, const std::filesystem::pat
       (faster == "factored" ? factored : merged) += 1;
       agree += (faster == "factored") == by_count;
     }
-    margins.push_back({margin, fmt::format("n = {}, d = {}, d_k = {}", n, d, dk)});
+    if (faster != "tie" && std::abs(margin) < std::abs(nearest_margin)) {
+      nearest_margin = margin;
+      nearest = fmt::format("n = {}, d = {}, d_k = {}", n, d, dk);
+    }
   }
   cli.write_table(ratios, kRatioTable);
-  return fmt::format("timed (float, 1 thread, both forms round-robin, median of {} runs with its 95% interval): factored faster in {}, "
+  return fmt::format("timed (float, 1 thread, both forms round-robin, the median CPU time of {} runs with its 95% interval): factored faster in {}, "
                      "merged faster in {}, a tie (the intervals overlap) in {} of {} configurations; the faster form is the "
-                     "cheaper by count in {} of the {} decided ({}). {}",
+                     "cheaper by count in {} of the {} decided ({}){}",
                      repeats, factored, merged, ties, factored + merged + ties, agree, factored + merged, cli.evidence_path(kRatioTable),
-                     margins.empty() ? std::string("") : nearest_margin_sentence(margins));
+                     nearest.empty() ? std::string(".")
+                                     : fmt::format("; the decided configuration nearest to a tie: {}, margin {} half-widths of the "
+                                                   "intervals (beyond +-1 decided, + factored faster).",
+                                                   nearest, margin_text(nearest_margin)));
 }
 
 // S2 from qk_merge_costs.csv (the verdict) and qk_merge_timing.csv (the timed comparison, in the note).

@@ -106,19 +106,21 @@ def stop_busy(procs):
 
 
 def run_all(bin_dir, exps, out, seed, full, busy):
-    """Runs each experiment into `out`, beside `busy` CPU-bound processes; returns the seconds it took."""
+    """Runs each experiment into `out`, beside `busy` CPU-bound processes; returns {experiment: wall seconds}."""
     procs = busy_processes(busy)
-    t0 = time.monotonic()
+    seconds = {}
     try:
         for exp in exps:
             cmd = [os.path.join(bin_dir, exp), "--seed", str(seed), "--out", out] + ([] if full else ["--quick"])
+            t0 = time.monotonic()
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            seconds[exp] = time.monotonic() - t0
             if r.returncode != 0:
                 print(r.stdout, file=sys.stderr)
                 raise SystemExit(f"check_timing_load.py: {exp} exited with status {r.returncode}")
     finally:
         stop_busy(procs)
-    return time.monotonic() - t0
+    return seconds
 
 
 def self_test():
@@ -193,8 +195,10 @@ def main(argv):
         tq = run_all(args.bin_dir, exps, quiet, args.seed, args.full, 0)
         tl = run_all(args.bin_dir, exps, loaded, args.seed, args.full, args.busy)
         lines, problems = flips(quiet, loaded, claims, exps)
-        print(f"{len(exps)} experiments, {'full' if args.full else 'quick'} mode: {tq:.0f} s quiet, {tl:.0f} s beside "
-              f"{args.busy} CPU-bound process(es)")
+        print(f"{len(exps)} experiments, {'full' if args.full else 'quick'} mode: {sum(tq.values()):.0f} s quiet, "
+              f"{sum(tl.values()):.0f} s beside {args.busy} CPU-bound process(es)")
+        for exp in exps:
+            print(f"  {exp}: {tq[exp]:.1f} s quiet, {tl[exp]:.1f} s loaded")
         print("claim kind   quiet         loaded")
         for line in lines:
             print(line)

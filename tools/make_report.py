@@ -459,8 +459,9 @@ show whether it is visible in practice.
 
 **Timing claims** are judged so that the machine's load cannot reverse them. The configurations a verdict compares
 (the sizes of a sweep, the methods of a grid cell) are timed **round-robin**, 9 rounds, every run kept in the
-timing table; each median gets a distribution-free 95% interval from order statistics (the 2nd-fastest to the
-2nd-slowest of 9 runs). An exponent or a ratio decides only where its interval clears the threshold, "fastest" or
+timing table. A run's time is the **CPU time** the process spent in it (wall time is kept beside it): on a shared
+machine a run also waits for a CPU, and the wait is the queue's, not the method's. Each median gets a
+distribution-free 95% interval from order statistics (the 2nd-fastest to the 2nd-slowest of 9 runs). An exponent or a ratio decides only where its interval clears the threshold, "fastest" or
 "faster" only where one interval lies strictly below the others (otherwise a **tie**, named in the note), and a
 verdict that such an undecided outcome could change is **inconclusive**. Each timing claim's note ends with its
 margin: the distance to the threshold in half-widths of the interval (beyond ±1 decided).
@@ -485,7 +486,7 @@ READING = """\
   means the identity holds; for a claim that something *does* matter (R9: precision affects the result) the
   comparison runs the other way; for exponents the note gives the fitted interval per path or method.
 - Timings depend on this machine (header); exponents transfer, absolute seconds do not. On timing figures a point
-  is a median and its error bar the median's 95% interval.
+  is a median CPU time and its error bar the median's 95% interval.
 - **Figures** show what the verdict summarises. Where a caption says so, a point is the worst (max) or median over
   the rows sharing its x and series. Log axes are used where values span decades; an exact 0 cannot sit on a log
   axis, so such points are drawn as open circles on a floor below the data and counted in the caption. Dashed

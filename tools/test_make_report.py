@@ -209,10 +209,10 @@ def main():
         # Fitted lines: drawn from the fits table's numbers (not refitted from the points: the points below lie
         # on slope 2, the table says 1.5), over its x range; a series without its fit row skips the figure.
         fig = next(f for f in spec["figures"] if f["name"] == "u7_time_vs_n")
-        points = [{"sweep": "n", "precision": p, "n": str(n), "median_seconds": repr(1e-6 * n * n),
+        points = [{"sweep": "n", "precision": p, "n": str(n), "median_cpu_seconds": repr(1e-6 * n * n),
                    "lower95": repr(0.9e-6 * n * n), "upper95": repr(1.1e-6 * n * n)}
                   for p in ("double", "float") for n in (512, 1024, 2048, 4096)]
-        fit_rows = [{"sweep": "n", "quantity": f"median_seconds_{p}", "points": "4", "x_min": "512", "x_max": "4096",
+        fit_rows = [{"sweep": "n", "quantity": f"median_cpu_seconds_{p}", "points": "4", "x_min": "512", "x_max": "4096",
                      "slope": "1.5", "lower95": "1.25", "upper95": "1.75", "intercept": repr(math.log(3e-6)), "r2": "0.99"}
                     for p in ("double", "float")]
         scripts.clear()

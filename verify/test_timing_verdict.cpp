@@ -3,9 +3,11 @@
 // made to hold, fail, be inconclusive and tie. No check here times anything that it then judges.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attnlab/core/rng.hpp"
@@ -26,10 +28,11 @@ namespace {
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 const double kNotANumber = std::numeric_limits<double>::quiet_NaN();
 
-// Nine planted runs around `median`: 1, 2 ... 9 percent of it either way, shuffled.
-std::vector<double> nine_runs(double median, double spread) {
-  std::vector<double> v;
-  for (int i : {3, -4, 0, 1, -1, 4, -2, 2, -3}) v.push_back(median * (1 + spread * i));
+// Nine planted runs whose CPU times lie around `median` (spread, 2 spread ... 4 spread of it either way, shuffled),
+// each waiting as long again for a CPU (its wall time twice its CPU time).
+std::vector<TimedRun> nine_runs(double median, double spread) {
+  std::vector<TimedRun> v;
+  for (int i : {3, -4, 0, 1, -1, 4, -2, 2, -3}) v.push_back({median * (1 + spread * i), 2 * median * (1 + spread * i)});
   return v;
 }
 
@@ -98,15 +101,18 @@ TEST_CASE("median_interval covers the median of a skewed, heavy-tailed distribut
   CHECK(covered >= 1890);
 }
 
-TEST_CASE("time_interleaved: a warm-up round, then rounds of A B C in order, each run timed") {
+TEST_CASE("time_interleaved: a warm-up round, then rounds of A B C in order, each run's CPU and wall time") {
   std::string order;
   const std::vector<std::function<void()>> works = {[&] { order += 'A'; }, [&] { order += 'B'; }, [&] { order += 'C'; }};
-  const auto seconds = time_interleaved(works, 3);
+  const auto runs = time_interleaved(works, 3);
   CHECK(order == "ABC" "ABCABCABC");
-  REQUIRE(seconds.size() == 3);
-  for (const auto& s : seconds) {
-    CHECK(s.size() == 3);
-    for (double v : s) CHECK(v >= 0);
+  REQUIRE(runs.size() == 3);
+  for (const auto& r : runs) {
+    CHECK(r.size() == 3);
+    for (const TimedRun& t : r) {
+      CHECK(t.cpu_seconds >= 0);
+      CHECK(t.wall_seconds >= 0);
+    }
   }
   order.clear();
   CHECK(time_interleaved(works, 2, false).at(1).size() == 2);
@@ -115,13 +121,35 @@ TEST_CASE("time_interleaved: a warm-up round, then rounds of A B C in order, eac
   CHECK_THROWS_AS(time_interleaved(works, 0), std::invalid_argument);
 }
 
+TEST_CASE("time_interleaved: waiting costs wall time and no CPU time, computing costs both") {
+  // A run that sleeps 20 ms waits as a run queued behind other processes does: its wall time counts the wait, its
+  // CPU time does not. A run that computes is charged its CPU time (at most its wall time plus the clocks' ticks).
+  volatile double sink = 0;
+  const std::vector<std::function<void()>> works = {
+      [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); },
+      [&] {
+        double s = 0;
+        for (int i = 0; i < 2000000; ++i) s += 1.0 / (1.0 + i);
+        sink = s;
+      }};
+  const auto runs = time_interleaved(works, 2, false);
+  for (const TimedRun& t : runs[0]) {
+    CHECK(t.wall_seconds >= 0.02);
+    CHECK(t.cpu_seconds < 0.005);
+  }
+  for (const TimedRun& t : runs[1]) {
+    CHECK(t.cpu_seconds > 0);
+    CHECK(t.cpu_seconds <= t.wall_seconds + 1e-3);
+  }
+}
+
 TEST_CASE("timed runs: one row per run, read back as medians with their intervals") {
   attnlab::testing::ScratchDir dir;
   const std::vector<Column> keys = {text_col("method"), int_col("n")};
   CsvTable runs(timed_run_columns(keys));
   std::vector<std::string> names;
   for (const Column& c : runs.columns()) names.push_back(c.name);
-  CHECK(names == std::vector<std::string>{"method", "n", "round", "seconds"});
+  CHECK(names == std::vector<std::string>{"method", "n", "round", "cpu_seconds", "wall_seconds"});
   add_timed_runs(runs, {"fast", 64}, nine_runs(1.0, 0.01));
   add_timed_runs(runs, {"slow", 64}, nine_runs(2.0, 0.01));
   add_timed_runs(runs, {"fast", 128}, nine_runs(4.0, 0.01));
@@ -134,17 +162,18 @@ TEST_CASE("timed runs: one row per run, read back as medians with their interval
   CHECK(m.time(1).median == 2.0);
   CHECK(m.time(1).interval.lower == doctest::Approx(2.0 * 0.97));
   CHECK(m.time(1).interval.upper == doctest::Approx(2.0 * 1.03));
+  CHECK(m.median_wall_seconds(1) == 4.0);
   CHECK(m.where({{"method", "fast"}}) == std::vector<std::size_t>{0, 2});
   CHECK(m.where({{"method", "fast"}, {"n", "128"}}) == std::vector<std::size_t>{2});
   const CsvTable table = m.table();
   names.clear();
   for (const Column& c : table.columns()) names.push_back(c.name);
-  CHECK(names == std::vector<std::string>{"method", "n", "repeats", "median_seconds", "lower95", "upper95"});
+  CHECK(names == std::vector<std::string>{"method", "n", "repeats", "median_cpu_seconds", "lower95", "upper95", "median_wall_seconds"});
   CHECK(table.row_count() == 3);
 
   // Five runs of a configuration give no 95% interval: the judge refuses the table, naming it.
   CsvTable short_runs(timed_run_columns(keys));
-  add_timed_runs(short_runs, {"fast", 64}, {1, 2, 3, 4, 5});
+  add_timed_runs(short_runs, {"fast", 64}, {{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}});
   short_runs.write(dir.path() / "short_timing.csv");
   try {
     TimedMedians(TableReader(dir.path() / "short_timing.csv"), keys);
@@ -253,13 +282,26 @@ TEST_CASE("a group fastest (U15's rule per cell): holds, fails, and a tie is inc
   CHECK_THROWS_AS(judge_group_fastest({{"exact", {1, 1, 1}}}, linear), std::invalid_argument);       // no linear form
 }
 
-TEST_CASE("the nearest margin names the least firm quantity") {
-  const std::string s = nearest_margin_sentence({{2.5, "exact's time exponent"}, {-1.4, "linformer's"}, {3.0, "nystrom's"}});
-  CHECK(s.find("-1.40") != std::string::npos);
-  CHECK(s.find("the nearest, linformer's") != std::string::npos);
-  CHECK(nearest_margin_sentence({{kNotANumber, "a"}, {0.1, "b"}}).find("nan") != std::string::npos);  // NaN decides nothing
-  CHECK(nearest_margin_sentence({{0.5, "the exponent in n"}}).find("(the exponent in n;") != std::string::npos);
-  CHECK_THROWS_AS(nearest_margin_sentence({}), std::invalid_argument);
+TEST_CASE("the margin a note quotes is the outcome's that decides the verdict") {
+  const TimedOutcome firm{"firm", Verdict::holds, 4.0}, weak{"weak", Verdict::holds, 1.2}, far{"far", Verdict::fails, -5.0},
+      near{"near", Verdict::fails, -1.1}, open{"open", Verdict::inconclusive, 0.3}, almost{"almost", Verdict::inconclusive, -0.9};
+  // Holds: the weakest holding outcome would change it first.
+  CHECK(deciding_outcome({firm, weak}, Verdict::holds).what == "weak");
+  // Fails on the ladder (every outcome fails): the failure nearest to -1; with one failure enough (L2), the strongest.
+  CHECK(deciding_outcome({far, near}, Verdict::fails).what == "near");
+  CHECK(deciding_outcome({firm, far, near, open}, Verdict::fails, true).what == "far");
+  // Conditional: the weaker of the strongest holding (4.0) and the strongest failing (-5.0) outcome.
+  CHECK(deciding_outcome({firm, weak, far, near, open}, Verdict::conditional).what == "firm");
+  CHECK(deciding_outcome({weak, far}, Verdict::conditional).what == "weak");
+  // Inconclusive: the undecided outcome nearest to deciding.
+  CHECK(deciding_outcome({firm, open, almost}, Verdict::inconclusive).what == "almost");
+  CHECK(deciding_outcome({firm, {"nan", Verdict::holds, kNotANumber}}, Verdict::inconclusive).what == "nan");  // NaN decides nothing
+  CHECK_THROWS_AS(deciding_outcome({}, Verdict::holds), std::invalid_argument);
+  CHECK_THROWS_AS(deciding_outcome({firm}, Verdict::fails), std::invalid_argument);
+  CHECK_THROWS_AS(deciding_outcome({firm}, Verdict::conditional), std::invalid_argument);
+  const std::string s = margin_sentence(weak);
+  CHECK(s.find("Margin: +1.20 half-widths of its 95% interval from the threshold, weak (") == 0);
+  CHECK(margin_sentence({"memory (counted)", Verdict::fails, -kUnbounded}).find("counted, not timed") != std::string::npos);
 }
 
 TEST_CASE("bursts of load that hit a round's methods alike widen intervals but never reverse a race") {

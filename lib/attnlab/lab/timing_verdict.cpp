@@ -115,16 +115,43 @@ std::string median_text(const MedianInterval& m) {
   return fmt::format("{:.3g} s [{:.3g}, {:.3g}]", m.median, m.interval.lower, m.interval.upper);
 }
 
-std::string nearest_margin_sentence(const std::vector<NamedMargin>& margins) {
-  if (margins.empty()) throw std::invalid_argument("nearest_margin_sentence: no margins");
-  const NamedMargin* nearest = &margins.front();
-  for (const NamedMargin& m : margins) {
-    if (std::isnan(nearest->margin)) break;  // NaN decides nothing: the nearest of all
-    if (std::isnan(m.margin) || std::abs(m.margin) < std::abs(nearest->margin)) nearest = &m;
+const TimedOutcome& deciding_outcome(const std::vector<TimedOutcome>& outcomes, Verdict verdict, bool one_failure_fails) {
+  // Among the outcomes of one kind, the one with the smallest (weakest) or largest (strongest) |margin|.
+  const auto pick = [&](Verdict kind, bool strongest) -> const TimedOutcome* {
+    const TimedOutcome* best = nullptr;
+    for (const TimedOutcome& o : outcomes) {
+      const Verdict k = std::isnan(o.margin) ? Verdict::inconclusive : o.outcome;
+      if (k != kind) continue;
+      if (best == nullptr || (strongest ? std::abs(o.margin) > std::abs(best->margin) : std::abs(o.margin) < std::abs(best->margin)))
+        best = &o;
+    }
+    return best;
+  };
+  const TimedOutcome* found = nullptr;
+  switch (verdict) {
+    case Verdict::holds: found = pick(Verdict::holds, false); break;
+    case Verdict::fails: found = pick(Verdict::fails, one_failure_fails); break;
+    case Verdict::conditional: {
+      const TimedOutcome *hold = pick(Verdict::holds, true), *fail = pick(Verdict::fails, true);
+      found = hold && fail ? (std::abs(hold->margin) <= std::abs(fail->margin) ? hold : fail) : nullptr;
+      break;
+    }
+    case Verdict::inconclusive: found = pick(Verdict::inconclusive, true); break;
+    default: break;
   }
-  return fmt::format("Margin to the threshold: {} half-widths of the 95% interval ({}{}; beyond +-1 decides, inside it the "
-                     "interval contains the line).",
-                     margin_text(nearest->margin), margins.size() > 1 ? "the nearest, " : "", nearest->what);
+  if (found == nullptr)
+    throw std::invalid_argument(fmt::format("deciding_outcome: {} of {} outcome(s) cannot make the verdict {}",
+                                            outcomes.empty() ? "none" : "no combination", outcomes.size(), to_string(verdict)));
+  return *found;
+}
+
+std::string margin_sentence(const TimedOutcome& deciding) {
+  if (std::isinf(deciding.margin))  // a counted outcome (an interval of zero width) decides
+    return fmt::format("Margin: none needed: {} decides the verdict, and it is counted, not timed, so no rerun changes it.",
+                       deciding.what);
+  return fmt::format("Margin: {} half-widths of its 95% interval from the threshold, {} (the outcome that decides the verdict; "
+                     "beyond +-1 an outcome is decided, inside it its interval contains the threshold).",
+                     margin_text(deciding.margin), deciding.what);
 }
 
 }  // namespace attnlab

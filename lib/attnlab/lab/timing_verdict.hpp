@@ -79,19 +79,28 @@ GroupRace judge_group_fastest(const std::vector<NamedEstimate>& methods, const s
 // A margin for a note: "+2.31", "-0.47", "+inf".
 std::string margin_text(double margin);
 
-// A timed quantity's margin, named for a note ("exact's time exponent", "the cell n=128,d=32").
-struct NamedMargin {
-  double margin;
+// One timed outcome of a claim (a method's exponent, a path's, a grid cell) with its margin, named for a note
+// ("exact's time exponent", "the cell n=128,d=32"). outcome: holds, fails or inconclusive.
+struct TimedOutcome {
   std::string what;
+  Verdict outcome;
+  double margin;
 };
 
-// The sentence each timing claim's note ends with, so that a reader sees how firm its verdict is: the quantity
-// whose margin is nearest to 0 (the least firm), e.g. "Margin to the threshold: +1.42 half-widths of the 95%
-// interval (the nearest, exact's time exponent; beyond +-1 decides, inside it the interval contains the line)."
-// Throws std::invalid_argument for no margins.
-std::string nearest_margin_sentence(const std::vector<NamedMargin>& margins);
+// The outcome whose margin says how firm a verdict drawn from `outcomes` is: the one whose change would change the
+// verdict first.
+//   holds         (every outcome holds): the smallest margin;
+//   fails         every outcome fails (judge_outcomes_by_condition's ladder): the failure nearest to -1; or, with
+//                 `one_failure_fails` (L2: the claim fails with any one), the strongest failure;
+//   conditional   (some hold, some fail): the weaker of the strongest holding and the strongest failing outcome;
+//   inconclusive  the undecided outcome nearest to deciding.
+// NaN margins count as undecided. Throws std::invalid_argument for no outcome of the kind the verdict needs.
+const TimedOutcome& deciding_outcome(const std::vector<TimedOutcome>& outcomes, Verdict verdict, bool one_failure_fails = false);
 
-// A median with its interval for a note, in seconds to 3 significant digits: "0.0123 s [0.0121, 0.0127]".
-std::string median_text(const MedianInterval& m);
+// The sentence each timing claim's note ends with, so that a reader sees how firm its verdict is:
+// "Margin: +1.42 half-widths of its 95% interval from the threshold, exact's time exponent (the outcome that decides
+// the verdict; beyond +-1 an outcome is decided, inside it its interval contains the threshold)." An infinite
+// margin (a counted outcome, without an interval) is said to be one.
+std::string margin_sentence(const TimedOutcome& deciding);
 
 }  // namespace attnlab
