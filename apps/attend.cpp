@@ -326,25 +326,35 @@ void check_save_draws_path(const fs::path& dir) {
   }
 }
 
-// The memory a run needs at its peak, estimated before anything large is allocated: the three
-// inputs and the output (as double while read, then as T), and per worker thread the method's
-// working set. Exact attention forms one n_q x n_k matrix per head in flight; the others O(n).
+// The memory a run needs at its peak, estimated before anything large is allocated: the three inputs and
+// the output (as double while read, then as T), the method's draws (E and F, or omega: AttentionMethod's
+// draw_bytes, from --proj or --features), and per worker thread the method's workspace for one head
+// (AttentionMethod's cost, from its parameters: the n_q x n_k matrix of exact attention's reference kernel,
+// Linformer's n x k scores, Nystrom's m x m and n x m blocks, the features' n x D matrices).
 struct MemoryNeed {
   double bytes = 0;
-  double per_thread_matrix = 0;  // exact: the n_q x n_k matrix each worker holds
+  double per_thread = 0;  // one head's workspace, held by each worker at once
+  double draws = 0;
 };
 
 template <typename T>
-MemoryNeed estimate_memory(const Options& o, const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
-                           int threads) {
+MemoryNeed estimate_memory(const AttentionMethod& method, Impl impl, const MethodParams& params, const HeadStack<T>& q,
+                           const HeadStack<T>& k, const HeadStack<T>& v, int threads) {
   const double heads = static_cast<double>(q.count());
   const double n_q = static_cast<double>(q.n()), n_k = static_cast<double>(k.n());
   const double d = static_cast<double>(q.d()), d_v = static_cast<double>(v.d());
+  const long long n = std::max(q.n(), k.n()), width = std::max(q.d(), v.d());
   MemoryNeed need;
   const double io = heads * (n_q * d + n_k * d + n_k * d_v + n_q * d_v) * sizeof(T);
   const double workers = std::min(static_cast<double>(threads), heads);
-  if (o.method == "exact" && o.impl != "fast") need.per_thread_matrix = n_q * n_k * sizeof(T);
-  need.bytes = io + workers * need.per_thread_matrix;
+  if (method.name == "exact" && impl == Impl::fast)
+    need.per_thread = streaming_attention_cost(n, width, params.key_block, sizeof(T)).workspace_bytes;  // fused: key blocks
+  else if (method.name == "exact")
+    need.per_thread = n_q * n_k * sizeof(T);
+  else
+    need.per_thread = method.cost(params, n, width, sizeof(T)).workspace_bytes;
+  if (method.draw_bytes) need.draws = method.draw_bytes(params, k.n(), q.d(), sizeof(T));
+  need.bytes = io + need.draws + workers * need.per_thread;
   return need;
 }
 
@@ -352,11 +362,8 @@ MemoryNeed estimate_memory(const Options& o, const HeadStack<T>& q, const HeadSt
 void check_output_path(const fs::path& out) {
   if (out.empty()) throw UsageError("--out: the path is empty; name an .npy file");
   if (fs::is_directory(out)) throw UsageError(fmt::format("--out: {} is a directory", out.string()));
-  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir)) throw UsageError(fmt::format("--out: {} is not an existing directory", dir.string()));
   try {
-    check_output_file(out);
-    ensure_writable_directory(dir);
+    check_output_target(out);
   } catch (const OutputError& e) {
     throw UsageError(fmt::format("--out: {}", e.what()));
   }
@@ -388,23 +395,17 @@ int run(const Options& o) {
   const int workers = static_cast<int>(std::min<Eigen::Index>(o.threads > 0 ? o.threads : omp_get_num_procs(), q.stack.count()));
   if (const std::string problem = thread_memory_problem(workers); !problem.empty()) throw UsageError("--threads: " + problem);
   omp_set_num_threads(workers);
-  const MemoryNeed need = estimate_memory(o, q.stack, k.stack, v.stack, workers);
-  if (const double avail = available_memory(); need.bytes > avail)
-    throw UsageError(fmt::format(
-        "--method {} needs about {} here ({}), {} available{}", o.method, gib_text(need.bytes),
-        need.per_thread_matrix > 0
-            ? fmt::format("an n_q x n_k = {} x {} {} matrix per worker thread", q.stack.n(), k.stack.n(), o.dtype)
-            : "inputs and output",
-        gib_text(avail),
-        o.method == "exact" ? "; --method streaming computes the same attention in O(n) memory, --threads 1 holds one matrix"
-                            : ""));
-  current_need = need.bytes;
   const Eigen::Index n_q = q.stack.n(), n_k = k.stack.n(), d = q.stack.d();
 
   const AttentionMethod& method = attention_method(o.method);
   const Impl impl = o.impl == to_string(Impl::fast) ? Impl::fast : Impl::reference;
   MethodParams params;
   params.key_block = o.block;
+  // Linformer's k and the features' D as the draws below will make them (--draws may replace them with
+  // its own, checked to agree), so that the memory check counts them.
+  if (method.name == "linformer") params.projected = reduced_size("--proj", o.proj, n_k, "n");
+  params.share_kv = o.share_kv;
+  params.features = o.features.value_or(kDefaultFeatures);
   params.temperature = o.temperature.value_or(0);
   params.iid = o.iid;
   if (method.name == "nystrom") params.nystrom = nystrom_options(o, n_q, n_k);
@@ -415,6 +416,19 @@ int run(const Options& o) {
                                  "--pinv-init {} only; use --impl reference",
                                  kNystromformerPinvIterations, to_string(PinvInit::per_matrix)));
   }
+  const MemoryNeed need = estimate_memory(method, impl, params, q.stack, k.stack, v.stack, workers);
+  const std::string at = method.name == "linformer"  ? fmt::format(" at k = {}", params.projected)
+                         : method.draw_bytes != nullptr ? fmt::format(" at D = {}", params.features)
+                         : method.name == "nystrom"   ? fmt::format(" at m = {} landmarks", params.nystrom.landmarks)
+                                                      : "";
+  if (const double avail = available_memory(); need.bytes > avail)
+    throw UsageError(fmt::format(
+        "--method {} needs about {} here (inputs and output{}, {} per worker thread for one head's workspace{}), {} available{}",
+        o.method, gib_text(need.bytes), need.draws > 0 ? fmt::format(", {} of draws", gib_text(need.draws)) : "",
+        gib_text(need.per_thread), at, gib_text(avail),
+        o.method == "exact" ? "; --method streaming computes the same attention in O(n) memory, --threads 1 holds one matrix"
+                            : ""));
+  current_need = need.bytes;
   Draws draws;
   if (method.name == "linformer") {
     if (n_k != n_q) k.refuse(fmt::format("linformer needs as many keys as queries: n = {} but --q has n = {}", n_k, n_q));
