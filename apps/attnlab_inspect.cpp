@@ -66,7 +66,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--export", o.export_to, "--layout attnlab: write the checkpoint as this safetensors file instead, and stop")->type_name("FILE");
   app.footer("Layouts: bert, roberta (encoder.layer.{l}.attention.self.{query,key}), vit (encoder.layer.{l}.attention.attention."
              "{query,key}), gpt2 (h.{l}.attn.c_attn, Conv1D, Q|K|V fused), llama (layers.{l}.self_attn.{q,k}_proj, grouped "
-             "key heads, rotary), attnlab (block{l}.attn.{Wq,Wk}), custom (--q-pattern, --k-pattern).\nExit status: 0 done; "
+             "key heads, rotary), attnlab (block{l}.attn.{Wq,Wk}), custom (--q-pattern, --k-pattern), auto (the one named layout "
+             "whose names the checkpoint has).\nExit status: 0 done; "
              "1 the run failed (an output could not be written); 2 bad input: a flag, a malformed or hostile file, a layout "
              "that does not fit the checkpoint, a non-finite weight (nothing is written).");
 }

@@ -137,7 +137,31 @@ std::vector<std::string> qk_layout_names() {
   std::vector<std::string> out;
   for (const auto& s : kLayouts) out.push_back(s.name);
   out.push_back("custom");
+  out.push_back("auto");
   return out;
+}
+
+std::string detect_qk_layout(const SafetensorsCheckpoint& c) {
+  // Every named layout whose layer-0 query weight the checkpoint has, under any prefix. BERT's and RoBERTa's names
+  // are the same (so are their conventions): the prefix tells them apart where it can ("roberta."), else bert.
+  std::vector<const LayoutSpec*> found;
+  bool roberta_prefix = false;
+  for (const auto& spec : kLayouts) {
+    const auto prefixes = prefixes_of(c, at_layer(spec.q, 0));
+    if (prefixes.empty()) continue;
+    if (std::string(spec.name) == "roberta") {
+      roberta_prefix = std::any_of(prefixes.begin(), prefixes.end(), [](const std::string& p) { return p.find("roberta") != std::string::npos; });
+      continue;
+    }
+    found.push_back(&spec);
+  }
+  if (found.size() == 1) return std::string(found.front()->name) == "bert" && roberta_prefix ? "roberta" : found.front()->name;
+  if (found.empty())
+    layout_refuse(c.path(), fmt::format("layout auto: no layer-0 query weight of any layout ({}) is there; it has {}: give --layout "
+                                        "custom with --q-pattern and --k-pattern", fmt::join(qk_layout_names(), ", "), some_names(c)));
+  std::vector<std::string> names;
+  for (const auto* spec : found) names.push_back(spec->name);
+  layout_refuse(c.path(), fmt::format("layout auto: the names fit {} layouts ({}); choose one with --layout", found.size(), fmt::join(names, ", ")));
 }
 
 std::optional<QkConfig> read_qk_config(const fs::path& dir) {
@@ -214,8 +238,10 @@ void plan_qk_widths(QkLayoutPlan& p, const QkLayoutOptions& o, const QkWidthSour
   }
 }
 
-QkLayoutPlan plan_qk_layout(const SafetensorsCheckpoint& c, const QkLayoutOptions& o) {
+QkLayoutPlan plan_qk_layout(const SafetensorsCheckpoint& c, const QkLayoutOptions& given) {
   const fs::path& file = c.path();
+  QkLayoutOptions o = given;
+  if (o.layout == "auto") o.layout = detect_qk_layout(c);
   QkLayoutPlan p;
   p.layout = o.layout;
   std::string q, k, qb, kb;

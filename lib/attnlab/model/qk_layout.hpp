@@ -36,8 +36,14 @@ enum class QkStorage {
 };
 std::string describe(QkStorage storage);
 
-// The layouts by name, in the order --help lists them: bert, roberta, vit, gpt2, llama, attnlab, custom.
+// The layouts by name, in the order --help lists them: bert, roberta, vit, gpt2, llama, attnlab, custom, and auto
+// (the named layout whose names the checkpoint has: detect_qk_layout).
 std::vector<std::string> qk_layout_names();
+
+// The one named layout (not custom) whose layer-0 query weight the checkpoint has under some prefix: bert and
+// roberta name theirs alike and are told apart by a prefix holding "roberta". QkLayoutError naming what the
+// checkpoint has when no layout fits, or the layouts that fit when several do.
+std::string detect_qk_layout(const SafetensorsCheckpoint& checkpoint);
 
 struct QkLayoutOptions {
   std::string layout;            // one of qk_layout_names()
@@ -65,7 +71,7 @@ struct QkLayoutPlan {
   Eigen::Index kv_head(Eigen::Index h) const { return h / (heads / kv_heads); }
 };
 
-// Resolves `options` on `checkpoint`: the prefix (unless given) from the names that end in the layout's
+// Resolves `options` on `checkpoint` (layout auto: detect_qk_layout's): the prefix (unless given) from the names that end in the layout's
 // layer-0 query name, the layer count from the names present (0 .. L-1, none missing), the head count from
 // options.heads, else config.json beside the weights (num_attention_heads or n_head; hidden_size or n_embd
 // checked against the weights; num_key_value_heads; head_dim), else the checkpoint's "__metadata__" "H"
