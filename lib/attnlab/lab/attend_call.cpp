@@ -246,7 +246,9 @@ AttendPlan plan_attend(const AttendOptions& o, const AttendInput& q, const Atten
 int attend_workers(const AttendOptions& o, Eigen::Index heads) {
   // No more threads than heads (the output is the same for any count), and no more than whose stacks fit, or the
   // OpenMP runtime would stop the process with a message of its own.
-  const int workers = static_cast<int>(std::min<Eigen::Index>(o.threads > 0 ? o.threads : omp_get_num_procs(), heads));
+  // (The processors counted once: libgomp asks the kernel for the process's affinity at every omp_get_num_procs().)
+  static const int processors = omp_get_num_procs();
+  const int workers = static_cast<int>(std::min<Eigen::Index>(o.threads > 0 ? o.threads : processors, heads));
   if (const std::string problem = thread_memory_problem(workers); !problem.empty()) throw AttendUsageError("--threads: " + problem);
   return workers;
 }
@@ -267,6 +269,10 @@ AttendMemory estimate_attend_memory(const AttendOptions& o, const AttendInput& q
 
 void check_attend_memory(const AttendOptions& o, const AttendMemory& need, const AttendInput& q, const AttendInput& k,
                          const std::string& dtype) {
+  // Below kAttendUncheckedBytes the estimate is not set against the memory left: reading it (/proc/meminfo) costs tens
+  // of microseconds, more than a small call's whole work, and a process with less than that left cannot run at all
+  // (an allocation that fails anyway is reported as out of memory, never an abort).
+  if (need.bytes < kAttendUncheckedBytes) return;
   if (const double avail = available_memory(); need.bytes > avail)
     throw AttendUsageError(fmt::format(
         "--method {} needs about {} here ({}), {} available{}", o.method, gib_text(need.bytes),

@@ -133,7 +133,9 @@ AttendMemory estimate_attend_memory(const AttendOptions& o, const AttendInput& q
                                     const AttendInput& v, int workers, std::size_t scalar_bytes);
 
 // AttendUsageError when `need` exceeds available_memory(), saying how much it needs and has, and for exact
-// attention pointing at --method streaming (the same attention in O(n) memory) and --threads 1.
+// attention pointing at --method streaming (the same attention in O(n) memory) and --threads 1. A need below
+// kAttendUncheckedBytes is not checked (attend_call.cpp says why).
+inline constexpr double kAttendUncheckedBytes = 16.0 * 1024 * 1024;
 void check_attend_memory(const AttendOptions& o, const AttendMemory& need, const AttendInput& q, const AttendInput& k,
                          const std::string& dtype);
 
