@@ -2,14 +2,15 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SEED ?= 20250311
-PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev libopenblas-dev python3 gnuplot-nox python3-numpy python3-scipy zlib1g-dev dataset-fashion-mnist
+PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev libopenblas-dev python3 gnuplot-nox python3-numpy python3-scipy zlib1g-dev dataset-fashion-mnist \
+  pybind11-dev python3-pybind11 python3-dev python3-pytest
 # Only `make fuzz` needs these (libFuzzer ships in Debian's compiler-rt package).
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
 SANITIZE_BUILD ?= build-sanitize
 
-.PHONY: all build test results report quick bench deps check-deps check-fuzz-deps fuzz test-sanitize clean slurm test-slurm
+.PHONY: all build python test results report quick bench deps check-deps check-fuzz-deps fuzz test-sanitize clean slurm test-slurm
 
 all: build
 
@@ -36,6 +37,12 @@ $(BUILD)/CMakeCache.txt:
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The Python module alone (docs/python.md): import it with PYTHONPATH=$(BUILD)/python. Configured again first, so that
+# pybind11 installed since the build directory was made (make deps) is found.
+python: $(BUILD)/CMakeCache.txt
+	cmake -S . -B $(BUILD) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target python
 
 test: check-deps
 	@$(MAKE) --no-print-directory build

@@ -267,6 +267,14 @@ AttendMemory estimate_attend_memory(const AttendOptions& o, const AttendInput& q
   return need;
 }
 
+AttendMemory estimate_attend_grad_memory(const AttendOptions& o, const AttendInput& q, const AttendInput& k,
+                                         const AttendInput& v, int workers, std::size_t scalar_bytes) {
+  AttendMemory need = estimate_attend_memory(o, q, k, v, workers, scalar_bytes);
+  need.bytes *= 2;
+  need.per_thread_matrix *= 2;
+  return need;
+}
+
 void check_attend_memory(const AttendOptions& o, const AttendMemory& need, const AttendInput& q, const AttendInput& k,
                          const std::string& dtype) {
   // Below kAttendUncheckedBytes the estimate is not set against the memory left: reading it (/proc/meminfo) costs tens

@@ -132,6 +132,12 @@ struct AttendMemory {
 AttendMemory estimate_attend_memory(const AttendOptions& o, const AttendInput& q, const AttendInput& k,
                                     const AttendInput& v, int workers, std::size_t scalar_bytes);
 
+// The same for the gradients (the Python module's attnlab.attend_grad): Q, K, V, the output's gradient, the output and
+// the three gradients, and per worker thread exact attention's two n_q x n_k matrices (P^T kept by the forward, dP^T
+// formed by the backward; the fused backward of --impl fast holds none).
+AttendMemory estimate_attend_grad_memory(const AttendOptions& o, const AttendInput& q, const AttendInput& k,
+                                         const AttendInput& v, int workers, std::size_t scalar_bytes);
+
 // AttendUsageError when `need` exceeds available_memory(), saying how much it needs and has, and for exact
 // attention pointing at --method streaming (the same attention in O(n) memory) and --threads 1. A need below
 // kAttendUncheckedBytes is not checked (attend_call.cpp says why).
