@@ -178,20 +178,34 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
   return shape.size() == 1 ? fmt::format("({},)", shape[0]) : fmt::format("({})", fmt::join(shape, ", "));
 }
 
+// attend's checks from the inputs' shapes on (Q, K, V agreeing, the threads, the memory: of the forward, or of the
+// forward and backward), and the method's plan with its draws.
+struct Prepared {
+  int workers = 1;
+  AttendMemory need;
+  AttendPlan plan;
+};
+
+Prepared prepare(const Inputs& in, const ParsedOptions& p, const py::object& draws, std::size_t scalar_bytes, bool gradients) {
+  const StackView &q = in.views[0], &k = in.views[1], &v = in.views[2];
+  const AttendOptions& o = p.options;
+  check_attend_shapes(q.shape, k.shape, v.shape);
+  Prepared r;
+  r.workers = attend_workers(o, q.shape.count());
+  r.need = gradients ? estimate_attend_grad_memory(o, q.shape, k.shape, v.shape, r.workers, scalar_bytes)
+                     : estimate_attend_memory(o, q.shape, k.shape, v.shape, r.workers, scalar_bytes);
+  check_attend_memory(o, r.need, q.shape, k.shape, scalar_bytes == 8 ? "double" : "float");
+  const AttendDrawSource source = draws.is_none() ? AttendDrawSource{} : dict_draws(draws.cast<py::dict>());
+  r.plan = plan_attend(o, q.shape, k.shape, draws.is_none() ? nullptr : &source);
+  return r;
+}
+
 // What attend does between reading its inputs and writing its output, with the GIL released around the work.
 template <typename T>
 py::object attend_typed(const Inputs& in, const ParsedOptions& p, const py::object& draws, bool save_draws) {
   const StackView &q = in.views[0], &k = in.views[1], &v = in.views[2];
   const AttendOptions& o = p.options;
-  check_attend_shapes(q.shape, k.shape, v.shape);
-  const int workers = attend_workers(o, q.shape.count());
-  const AttendMemory need = estimate_attend_memory(o, q.shape, k.shape, v.shape, workers, sizeof(T));
-  check_attend_memory(o, need, q.shape, k.shape, sizeof(T) == 8 ? "double" : "float");
-  AttendPlan plan;
-  {
-    const AttendDrawSource source = draws.is_none() ? AttendDrawSource{} : dict_draws(draws.cast<py::dict>());
-    plan = plan_attend(o, q.shape, k.shape, draws.is_none() ? nullptr : &source);
-  }
+  const auto [workers, need, plan] = prepare(in, p, draws, sizeof(T), false);
   py::array_t<T> out = new_output<T>(leading_axes(q), q.shape.n, v.shape.d);
   T* dst = out.mutable_data();
   try {
@@ -223,20 +237,12 @@ template <typename T>
 py::tuple attend_grad_typed(const Inputs& in, const ParsedOptions& p, const py::object& draws) {
   const StackView &q = in.views[0], &k = in.views[1], &v = in.views[2], &d_out = in.views[3];
   const AttendOptions& o = p.options;
-  check_attend_shapes(q.shape, k.shape, v.shape);
+  const auto [workers, need, plan] = prepare(in, p, draws, sizeof(T), true);
   std::vector<std::size_t> out_shape = leading_axes(q);
   out_shape.push_back(static_cast<std::size_t>(q.shape.n));
   out_shape.push_back(static_cast<std::size_t>(v.shape.d));
   if (d_out.given != out_shape)
     d_out.shape.refuse(fmt::format("shape {} but the output's is {}", shape_text(d_out.given), shape_text(out_shape)));
-  const int workers = attend_workers(o, q.shape.count());
-  const AttendMemory need = estimate_attend_grad_memory(o, q.shape, k.shape, v.shape, workers, sizeof(T));
-  check_attend_memory(o, need, q.shape, k.shape, sizeof(T) == 8 ? "double" : "float");
-  AttendPlan plan;
-  {
-    const AttendDrawSource source = draws.is_none() ? AttendDrawSource{} : dict_draws(draws.cast<py::dict>());
-    plan = plan_attend(o, q.shape, k.shape, draws.is_none() ? nullptr : &source);
-  }
   if (const std::string why = method_gradient_problem(*plan.method, plan.impl, plan.params, q.shape.n, k.shape.n); !why.empty())
     throw AttendUsageError(why);
   py::array_t<T> dq = new_output<T>(leading_axes(q), q.shape.n, q.shape.d);
@@ -484,9 +490,7 @@ py::dict inspect_heads(py::handle wq, py::handle wk, const py::object& heads, co
 template <typename T>
 std::vector<double> kernel_seconds_typed(const Inputs& in, const ParsedOptions& p, int runs) {
   const StackView &q = in.views[0], &k = in.views[1], &v = in.views[2];
-  check_attend_shapes(q.shape, k.shape, v.shape);
-  const int workers = attend_workers(p.options, q.shape.count());
-  const AttendPlan plan = plan_attend(p.options, q.shape, k.shape, nullptr);
+  const auto [workers, need, plan] = prepare(in, p, py::none(), sizeof(T), false);
   std::vector<double> seconds;
   py::gil_scoped_release release;
   omp_set_num_threads(workers);
