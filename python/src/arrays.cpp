@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <stdexcept>
 
+#include "attnlab/core/finite.hpp"
 #include "attnlab/io/npy.hpp"
 
 namespace attnlab::python {
@@ -104,7 +105,7 @@ HeadStack<T> to_head_stack(const StackView& v) {
   const auto convert = [&](Eigen::Index h) {
     const auto* base = reinterpret_cast<const T*>(v.data + (h / s.heads) * v.strides[0] + (h % s.heads) * v.strides[1]);
     transpose_tiles(base, row, col, s.n, s.d, out[h].data(), share_head(count, s.n, s.d));
-    return out[h].allFinite();
+    return all_finite(out[h].data(), static_cast<std::size_t>(out[h].size()));
   };
   int finite = 1;
   if (count == 1) {

@@ -8,6 +8,7 @@
 #include <omp.h>
 #include <vector>
 
+#include "attnlab/core/finite.hpp"
 #include "attnlab/io/memory_budget.hpp"
 #include "attnlab/lab/cli_validators.hpp"
 
@@ -293,6 +294,9 @@ void check_attend_memory(const AttendOptions& o, const AttendMemory& need, const
 
 template <typename T>
 void check_attend_output(const HeadStack<T>& out, const std::string& method) {
+  bool finite = true;
+  for (Eigen::Index h = 0; h < out.count(); ++h) finite = finite && all_finite(out[h].data(), static_cast<std::size_t>(out[h].size()));
+  if (finite) return;
   std::size_t bad = 0;
   std::string first;
   for (Eigen::Index h = 0; h < out.count(); ++h)
