@@ -95,11 +95,8 @@ void check_save_draws_path(const fs::path& dir) {
 void check_output_path(const fs::path& out) {
   if (out.empty()) throw UsageError("--out: the path is empty; name an .npy file");
   if (fs::is_directory(out)) throw UsageError(fmt::format("--out: {} is a directory", out.string()));
-  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir)) throw UsageError(fmt::format("--out: {} is not an existing directory", dir.string()));
   try {
-    check_output_file(out);
-    ensure_writable_directory(dir);
+    check_output_target(out);
   } catch (const OutputError& e) {
     throw UsageError(fmt::format("--out: {}", e.what()));
   }

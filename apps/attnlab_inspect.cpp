@@ -2,7 +2,7 @@
 // layer and head, from its safetensors checkpoint (or an attnlab checkpoint); docs/inspect.md.
 //
 //   build/bin/attnlab_inspect --layout gpt2 model.safetensors --out my-gpt2
-//   build/bin/attnlab_inspect --layout attnlab results/checkpoints/exact --export exact.safetensors
+//   build/bin/attnlab_inspect --layout attnlab results/checkpoints/exact/seed-0 --export exact.safetensors
 #include <CLI/CLI.hpp>
 #include <Eigen/Core>
 #include <filesystem>
@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/printable.hpp"
 #include "attnlab/io/safetensors.hpp"
+#include "attnlab/lab/checkout_root.hpp"
 #include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/inspect_run.hpp"
 #include "attnlab/lab/model_inspection.hpp"
+#include "attnlab/lab/program_data.hpp"
 #include "attnlab/lab/subprocess.hpp"
 #include "attnlab/model/checkpoint_export.hpp"
 #include "attnlab/model/checkpoint_manifest.hpp"
@@ -39,6 +42,7 @@ struct Options {
   std::string precision = "auto";
   int threads = 0;
   bool no_figure = false;
+  fs::path figure_script;  // tools/inspect_figure.py of this installation, found by check_options
   QkLayoutOptions layout;
   std::string prefix;
 };
@@ -79,13 +83,28 @@ void check_options(CLI::App& app, Options& o) {
   if (!o.export_to.empty()) {
     if (o.layout.layout != "attnlab" || !o.out.empty())
       throw UsageError("--export writes an attnlab checkpoint (--layout attnlab) as safetensors, without --out");
+    try {  // a device, a directory or a link at the path is refused now, as --out's are, not after reading the model
+      check_output_target(o.export_to);
+    } catch (const OutputError& e) {
+      throw UsageError(std::string("--export: ") + e.what());
+    }
     return;
   }
   if (o.out.empty()) throw UsageError("--out DIR is required (where the tables and claims.csv go)");
-  // The committed results hold the experiments' ledger: a model's verdicts never mix with it.
-  const fs::path out = fs::weakly_canonical(fs::absolute(o.out)), results = fs::weakly_canonical(fs::path(ATTNLAB_SOURCE_DIR) / "results");
-  if (out == results || out.string().starts_with(results.string() + "/"))
-    throw UsageError(fmt::format("--out: {} is the committed results; give another directory", o.out.string()));
+  // The figure's script is found now, not after the measurement (program_data.hpp).
+  if (!o.no_figure) {
+    try {
+      o.figure_script = program_data_file("tools/inspect_figure.py");
+    } catch (const ProgramDataError& e) {
+      throw UsageError(std::string(e.what()) + "; or give --no-figure");
+    }
+  }
+  // The committed results of a checkout hold the experiments' ledger: a model's verdicts never mix with it.
+  if (const auto root = checkout_root(o.out)) {
+    const fs::path rel = fs::weakly_canonical(fs::absolute(o.out)).lexically_relative(*root);
+    if (!rel.empty() && *rel.begin() == "results")
+      throw UsageError(fmt::format("--out: {} is the committed results of {}; give another directory", o.out.string(), root->string()));
+  }
   if (fs::exists(o.out / "claims.csv"))
     for (const ClaimRow& row : read_ledger(o.out / "claims.csv"))
       if (row.experiment != kName)
@@ -101,12 +120,15 @@ void check_options(CLI::App& app, Options& o) {
 }
 
 // The figure of skew shares per layer and head, drawn by tools/inspect_figure.py with the report's figure code.
-void draw_figure(const fs::path& out) {
-  const std::string script = std::string(ATTNLAB_SOURCE_DIR) + "/tools/inspect_figure.py";
-  const ProcessResult r = run_process("/usr/bin/python3", {script, "--dir", out.string()}, true);
+void draw_figure(const fs::path& script, const fs::path& out) {
+  const ProcessResult r = run_process("/usr/bin/python3", {script.string(), "--dir", out.string()}, true);
   if (r.exit_status == 0) fmt::print("figure: {}\n", (out / "inspect_skew_share.svg").string());
   else if (r.exit_status == 77) fmt::print("figure skipped: {}", r.output);
-  else throw std::runtime_error(fmt::format("{} failed (exit status {}): {}", script, r.exit_status, r.output));
+  else {
+    std::string_view text = r.output;  // the script's one line
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+    throw std::runtime_error(fmt::format("{} (exit status {})", escaped(text, true), r.exit_status));
+  }
 }
 
 int run(const Options& o) {
@@ -122,7 +144,7 @@ int run(const Options& o) {
   fmt::print("{}: {}\n", kName, inspection_title(r));
   for (const auto& line : claims.summary) fmt::print("{}\n", line);
   fmt::print("tables: {}/inspect_heads.csv, inspect_layers.csv, inspect_costs.csv, inspect_param_counts.csv, claims.csv\n", o.out.string());
-  if (!o.no_figure) draw_figure(o.out);
+  if (!o.no_figure) draw_figure(o.figure_script, o.out);
   return 0;
 }
 
@@ -149,7 +171,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", kName, e.what());
     // The input's fault (a file, a layout, a flag) is bad usage; anything else (an output that cannot be written) a failed run.
     const bool bad_input = dynamic_cast<const UsageError*>(&e) || dynamic_cast<const SafetensorsError*>(&e) ||
-                           dynamic_cast<const QkLayoutError*>(&e) || dynamic_cast<const CheckpointError*>(&e);
+                           dynamic_cast<const QkLayoutError*>(&e) || dynamic_cast<const CheckpointError*>(&e) ||
+                           dynamic_cast<const HeadRangeError*>(&e);
     return bad_input ? kExitUsage : kExitFailure;
   }
 }

@@ -320,6 +320,10 @@ int main(int argc, char** argv) {
                     "U1-U3: linear attention vs softmax attention: equivalence, association, cost", GivenKind::attention);
   cli.footer("With --q --k --v, only the accuracy table (U1, U2) runs, on those inputs; the cost sweep (U3) "
                    "times sizes, not values.");
+  // On given inputs the run forms the exact attention matrix P (n_q x n_k) it compares with, in double.
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(1, g.matrix("q").rows(), g.matrix("k").rows(), "the exact attention matrix P");
+  });
   const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
     measure_accuracy_sweep(cli, families, shard);

@@ -253,6 +253,10 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_rank", "L1, L3: rank of QK^T; Linformer error against L at fixed k",
                     GivenKind::attention);
+  // On given inputs L1 forms Q K^T (n_q x n_k) and its SVD works on a copy, in double.
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(2, g.matrix("q").rows(), g.matrix("k").rows(), "Q K^T and the copy its SVD works on");
+  });
   const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
     const Sweep sw = make_sweep(cli, families);

@@ -440,6 +440,10 @@ int main(int argc, char** argv) {
                     GivenKind::attention);
   cli.footer("With --q --k --v, both theorems are measured on those inputs at their n and d (eps, k and the "
                    "trials still sweep); the table of Theorem 2's k against d needs no inputs and is left out.");
+  // On given inputs the run forms the exact attention matrix P (n_q x n_k) it compares with, in double.
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(1, g.matrix("q").rows(), g.matrix("k").rows(), "the exact attention matrix P");
+  });
   const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
     const Sweep sw = make_sweep(cli, families);

@@ -381,6 +381,10 @@ int main(int argc, char** argv) {
                     GivenKind::attention);
   cli.footer("With --q --k --v, the landmark sweep and the iterative pseudoinverse run on the kernel of those "
                    "inputs only (no prescribed-condition matrices).");
+  // On given inputs the run forms the exact attention matrix P (n_q x n_k) it compares with, in double.
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(1, g.matrix("q").rows(), g.matrix("k").rows(), "the exact attention matrix P");
+  });
   const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
     const Plan plan = make_plan(cli, families);

@@ -173,6 +173,12 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_attention_cost", "R8: cost of attention through the S_w reparameterization vs n (seed 000)",
                     GivenKind::qk_weights);
   cli.split_measurement();
+  // On given weights the sweep forms the n x n scores and attention at its largest n, from an n x d X.
+  cli.given_memory_need([&cli](const GivenInputs&) {
+    const Shape shape = sweep(cli.options().quick, cli);
+    const Eigen::Index n = *std::max_element(shape.ns.begin(), shape.ns.end());
+    return double_matrices(2, n, n, "the scores and the attention matrix") + double_matrices(1, n, shape.d, "X");
+  });
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_cost(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_cost(cli, dir); }});

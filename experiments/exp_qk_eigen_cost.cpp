@@ -293,6 +293,10 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_eigen_cost", "R7: cost and accuracy of three eigen-decompositions of S_w (seed 000)",
                     GivenKind::qk_weights);
   cli.split_measurement();
+  // On given weights the dense path forms W_Q W_K^T and S_w (d x d).
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(2, g.matrix("wq").rows(), g.matrix("wq").rows(), "W_Q W_K^T and S_w");
+  });
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_eigen_cost(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_eigen_cost(cli, dir); }});

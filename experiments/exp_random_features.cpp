@@ -421,6 +421,10 @@ int main(int argc, char** argv) {
   cli.footer("With --q --k --v, the factorisation (U10) runs on rows of those Q and K and random feature "
                    "attention (U11) on those inputs; the kernel estimator's mean and variance (U8, U9) use their own "
                    "random pairs and are left out.");
+  // On given inputs the run forms the exact attention matrix P (n_q x n_k) it compares with, in double.
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(1, g.matrix("q").rows(), g.matrix("k").rows(), "the exact attention matrix P");
+  });
   const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
     if (!cli.uses_given()) {  // U8, U9 draw their own pairs

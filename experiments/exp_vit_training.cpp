@@ -173,6 +173,7 @@ void train_run(const Sweep& x, const Run& run, Model& model) {
   x.tables.timing.add_row({m, s, fitted.steps_computed, fitted.train_seconds / computed, fitted.train_seconds / computed * per_epoch_steps,
                            fitted.eval_seconds / fitted.evaluations, computed * static_cast<double>(x.batch) / fitted.train_seconds,
                            x.cli.options().threads});
+  x.cli.prepare_out();  // the run's first file may be this checkpoint
   save_run(model, run_checkpoint_dir(x.cli.options().out, m, s), fitted.steps);
   x.cli.add_artifact_dir(run_checkpoint_relative(m, s));
 }
@@ -312,6 +313,14 @@ int main(int argc, char** argv) {
   if (!cli.judging()) {
     loaded = load_fashion_mnist_for(cli, data_dir, 28);
     if (!loaded) return kExitUsage;
+    // A batch larger than the images a run trains on makes no step: refused now, before --out is touched.
+    const auto images = static_cast<std::int64_t>(loaded->train_labels.size());
+    const std::int64_t used = cli.options().quick ? std::min(kQuickTrainImages, images) : images;
+    if (shape.batch > used) {
+      fmt::print(stderr, "{}: --batch {} is more than the {} training images {} trains on\n", cli.name(), shape.batch, used,
+                 cli.options().quick ? "--quick" : "the run");
+      return kExitUsage;
+    }
   }
   return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, *loaded, method, epochs, shape, lr); },
                               [&](const std::filesystem::path& dir) { return judge_u17(cli, dir); }});

@@ -513,7 +513,7 @@ def panels(rows):
 
 
 def figures(rows, results, gnuplot):
-    """Draws panels(rows) into `results` (each through a temporary file, then renamed); returns [(file, what)]."""
+    """Draws panels(rows) into `results` (each whole or not at all); returns [(file, what)]."""
     # One line for the ceiling: the median of the rates the rows were set against.
     gemm = median_ceiling([r for r in rows if r["impl"] == "attnlab"])
     drawn = []
@@ -524,17 +524,12 @@ def figures(rows, results, gnuplot):
                "title": f"attention forward (and exact backward), float, {rows[0]['threads']} threads: {what}",
                # The ceiling every kernel is measured against: the sgemm rate of this same run.
                "refs": [{"expr": repr(gemm), "label": f"GEMM ceiling: sgemm {gemm:.0f} GFLOP/s (same run, median)", "dt": 2}]}
-        fd, tmp = tempfile.mkstemp(dir=results, prefix=".bench_report.", suffix=".svg")
-        os.close(fd)
-        try:
-            _, why = make_report.build_figure(fig, rows, tmp, gnuplot)
-            if why:
-                raise SystemExit(f"bench_report.py: {name} not drawn: {why}")
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, os.path.join(results, name))
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        try:  # build_figure writes the figure whole (a temporary, then renamed) or not at all
+            _, why = make_report.build_figure(fig, rows, os.path.join(results, name), gnuplot)
+        except make_report.FigureWriteError as e:
+            raise SystemExit(f"bench_report.py: {e}") from None
+        if why:
+            raise SystemExit(f"bench_report.py: {name} not drawn: {why}")
         drawn.append((name, what))
     return drawn
 

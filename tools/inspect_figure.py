@@ -11,7 +11,6 @@ import csv
 import os
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_report  # noqa: E402 (the report's figure machinery, beside this script)
@@ -30,6 +29,8 @@ def spread(rows):
 
 
 def main():
+    # A directory name that is not UTF-8 is printed with its odd bytes escaped, never as a traceback.
+    sys.stdout.reconfigure(errors="backslashreplace")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", required=True, help="attnlab_inspect's --out directory")
     ap.add_argument("--gnuplot", default="gnuplot")
@@ -37,28 +38,29 @@ def main():
     if shutil.which(a.gnuplot) is None:
         print(f"gnuplot not found (Debian package gnuplot-nox); {FIGURE} not drawn")
         return 77
-    with open(os.path.join(a.dir, "inspect_heads.csv"), newline="") as f:
-        rows = spread(list(csv.DictReader(f)))
-    model = rows[0]["inputs"].removeprefix("model: ")
-    # A file name is literal text in gnuplot's enhanced mode: its _ ^ { } @ & ~ escaped.
-    name = "".join("\\" + c if c in "_^{}@&~" else c for c in os.path.basename(model))
+    # The table holds the model's path (the inputs column), which need not be UTF-8: read as it is, never decoded
+    # into an error. No text of it reaches the figure (make_report.build_figure keeps table text out of gnuplot's
+    # script; the title names no path).
+    try:
+        with open(os.path.join(a.dir, "inspect_heads.csv"), newline="", encoding="utf-8", errors="surrogateescape") as f:
+            rows = spread(list(csv.DictReader(f)))
+    except OSError as e:
+        print(f"{FIGURE} not drawn: cannot read {make_report.printable(os.path.join(a.dir, 'inspect_heads.csv'))}: {e.strerror}")
+        return 1
     layers = 1 + max(int(r["layer"]) for r in rows)
+    heads = 1 + max(int(r["head"]) for r in rows)
     fig = {"name": FIGURE, "x": "x", "y": {"col": "skew_share"}, "series": ["form_label"], "aggregate": "none", "style": "points",
            "logy": False, "yrange": [0, 1], "xinteger": True,
            "xlabel": "layer (its heads side by side, head 0 leftmost)", "ylabel": "skew share ||R_{w}||_{F} / ||M||_{F}",
-           "title": f"skew share of every head: {name} ({layers} layers)"}
-    fd, tmp = tempfile.mkstemp(dir=a.dir, prefix=".inspect_figure.", suffix=".svg")
-    os.close(fd)
+           "title": f"skew share of every head ({layers} layers, {heads} heads each)"}
     try:
-        _, why = make_report.build_figure(fig, rows, tmp, a.gnuplot)
-        if why:
-            print(f"{FIGURE} not drawn: {why}")
-            return 1
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(a.dir, FIGURE))
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _, why = make_report.build_figure(fig, rows, os.path.join(a.dir, FIGURE), a.gnuplot)
+    except make_report.FigureWriteError as e:  # names the figure itself
+        print(e)
+        return 1
+    if why:
+        print(f"{FIGURE} not drawn: {why}")
+        return 1
     return 0
 
 

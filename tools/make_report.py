@@ -17,6 +17,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import unicodedata
+import xml.etree.ElementTree as ET
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from verdicts import read_verdicts  # noqa: E402 (tools/verdicts.py, beside this script)
@@ -27,7 +30,8 @@ VERDICT_ORDER = [v for v, _ in VERDICTS]
 # ---------------------------------------------------------------- inputs
 
 def read_csv(path):
-    with open(path, newline="") as f:
+    # A cell may hold a path that is not UTF-8 (a model directory's name): kept as it is, never a decoding error.
+    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
         rows = list(csv.DictReader(f))
         return rows
 
@@ -198,14 +202,48 @@ def y_value(row, y):
     return abs(v) if v is not None and y.get("abs") else v
 
 
-def gp_str(s):
-    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+# ---- text that reaches gnuplot
+# No text from a user, a file name, a model or a table ever reaches gnuplot's command language (where a newline
+# starts a new command, `...` runs a shell and @name expands a macro). The script holds only the report's own
+# fixed text (the figure specs of tools/report_figures.json, checked by gp_quote) and numbers; every series name,
+# category and fit label is data, in a file with a fixed name that gnuplot reads as a column header or a tic label
+# (gp_data_text), and gnuplot runs in a fresh directory of its own, writing a fixed file name, so no path is ever
+# spelled in the script either.
+
+def gp_quote(s):
+    """The report's own text (a figure spec's title, axis label or legend entry) as a single-quoted gnuplot string,
+    in which gnuplot substitutes nothing. Refuses control characters (a newline would end the command): the specs
+    are code, and a spec that needs one is an error to fix there."""
+    s = str(s)
+    bad = [c for c in s if unicodedata.category(c).startswith("C")]
+    if bad:
+        raise ValueError(f"figure text {s!r} holds a control character ({bad[0]!r}): not passed to gnuplot")
+    return "'" + s.replace("'", "''") + "'"
 
 
 def gp_label(s):
     """An enhanced-text label. The space after a sub/superscript group becomes gnuplot's "&{i}" (a blank as wide
     as an i), because SVG renderers (rsvg, seen here) drop the leading space of the <tspan> that follows it."""
-    return gp_str(re.sub(r"(?<=\}) ", "&{i}", str(s)))
+    return gp_quote(re.sub(r"(?<=\}) ", "&{i}", str(s)))
+
+
+def printable(s):
+    """Any text (a path that is not UTF-8 holds surrogates here) as printable text: bytes that are not UTF-8 as
+    \\xNN, control characters as \\n, \\t or \\uNNNN."""
+    s = str(s).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if not unicodedata.category(c).startswith("C") else
+                   {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c, f"\\u{ord(c):04x}") for c in s)
+
+
+def gp_data_text(s):
+    """Text as one double-quoted field of a gnuplot data file: printable (one line, one field), its backslashes
+    doubled and its double quotes turned into single ones, the only characters gnuplot's data reader treats
+    specially inside such a field. Read back as a column header or tic label it is shown, never run."""
+    return '"' + printable(s).replace("\\", "\\\\").replace('"', "'") + '"'
+
+
+class FigureWriteError(Exception):
+    """A figure could not be written whole (a full disk, a read-only directory): the run fails, in one line."""
 
 
 def decide_log(setting, values, power_fit=False, x_axis=False):
@@ -334,8 +372,12 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
     elif how != "none":
         notes.append(f"each point is the {how} over the rows sharing its x and series")
 
+    # Every data-derived text goes into `files` (name -> lines), read by gnuplot as data; the script holds numbers
+    # and the spec's own text only (see gp_quote and gp_data_text above).
+    files = {}
     lines = ["set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'",
-             f"set output {gp_str(out_svg)}",
+             "set output 'figure.svg'",
+             "set datafile commentschars ''",  # a '#' in a series name is text, not the start of a comment
              f"set title {gp_label(fig.get('title', ''))}",
              f"set xlabel {gp_label(fig.get('xlabel', fig['x']))}",
              f"set ylabel {gp_label(fig.get('ylabel', ''))}",
@@ -360,9 +402,9 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
         lines.append(f"set xtics {max(1, math.ceil(span / 10))}")
         lines.append(f"set xrange [{min(allx) - 0.5!r}:{max(allx) + 0.5!r}]")  # room for the spread series
     if "xrange" in fig:  # e.g. a log rank axis that should end at n, not at the next decade
-        lines.append(f"set xrange [{fig['xrange'][0]}:{fig['xrange'][1]}]")
+        lines.append(f"set xrange [{float(fig['xrange'][0])!r}:{float(fig['xrange'][1])!r}]")
     if "yrange" in fig:
-        lines.append(f"set yrange [{fig['yrange'][0]}:{fig['yrange'][1]}]")
+        lines.append(f"set yrange [{float(fig['yrange'][0])!r}:{float(fig['yrange'][1])!r}]")
     if len(order) + len(fig.get("refs", [])) + (len(order) if fig.get("fit") else 0) > 10:
         lines.append("set key font ',9' spacing 0.9 maxcols 3")  # many series: keep the key below the plot
     if logy:
@@ -378,63 +420,113 @@ def build_figure(fig, rows, out_svg, gnuplot, fit_rows=None):
     elif "yrange" not in fig:  # keep points off the frame, and a non-negative quantity off negative ticks
         lines.append("set offsets 0, 0, graph 0.05, graph 0.05" if min(ally) < 0 or fig.get("yzero") is False else
                      "set offsets 0, 0, graph 0.05, 0\nset yrange [0:*]")
+    plots, bands, fits = [], [], []
     if categorical:
+        # The categories are data: tic labels read from a file, at their unjittered places.
         lines.append(f"set xrange [-0.5:{len(cats) - 0.5}]")
-        lines.append("set xtics (" + ", ".join(f"{gp_str(c)} {i}" for i, c in enumerate(cats)) + ") noenhanced")
-    plots, bands, data, fits = [], [], [], []
+        lines.append("set xtics () noenhanced")
+        files["categories.dat"] = [f"{i} {gp_data_text(c)}" for i, c in enumerate(cats)]
+        plots.append("'categories.dat' using 1:(NaN):xticlabels(2) notitle")
     for i, label in enumerate(order):
         pts = series[label]
         if not pts:
             continue
         jitter = jitter_of(label)
-        block = f"$d{i}"
-        data.append(f"{block} << EOD")
-        data += [f"{x + jitter!r} {y!r} {lo if lo is not None else y!r} {hi if hi is not None else y!r}" for x, y, lo, hi in pts]
-        data.append("EOD")
+        # Line 0 of the file is the series' name (the column header its titled plot reads); `every ::1` skips it.
+        data = f"'series{i}.dat'"
+        files[f"series{i}.dat"] = [gp_data_text(label)] + [
+            f"{x + jitter!r} {y!r} {lo if lo is not None else y!r} {hi if hi is not None else y!r}" for x, y, lo, hi in pts]
         color = f"lc {i + 1}"
         style = fig.get("style", "points" if categorical or how == "none" else "linespoints")
         if how == "mean_band":
             # Every band before every line, so no band hides a line (also where a renderer ignores the opacity).
-            bands.append(f"{block} using 1:3:4 with filledcurves {color} fs transparent solid 0.2 noborder notitle")
-            plots.append(f"{block} using 1:2 with linespoints {color} lw 1.5 pt 7 ps 0.5 title {gp_str(label)}")
+            bands.append(f"{data} every ::1 using 1:3:4 with filledcurves {color} fs transparent solid 0.2 noborder notitle")
+            plots.append(f"{data} using 1:2 with linespoints {color} lw 1.5 pt 7 ps 0.5 title columnheader(1)")
             # The interval as error bars too: a band needs two x values, and a one-epoch run has one.
-            plots.append(f"{block} using 1:2:3:4 with yerrorbars {color} lw 1.5 pt 7 ps 0.8 notitle")
+            plots.append(f"{data} every ::1 using 1:2:3:4 with yerrorbars {color} lw 1.5 pt 7 ps 0.8 notitle")
         elif "band" in fig:
-            plots.append(f"{block} using 1:2:3:4 with yerrorbars {color} pt 7 ps 0.6 title {gp_str(label)}")
+            plots.append(f"{data} using 1:2:3:4 with yerrorbars {color} pt 7 ps 0.6 title columnheader(1)")
         else:
             # Hollow markers, larger for earlier series, so coinciding series stay visible one inside the other.
             pt = [4, 6, 8, 1, 2, 3, 10, 12, 14][i % 9]
-            plots.append(f"{block} using 1:2 with {style} {color} pt {pt} ps {max(1.5 - 0.15 * i, 0.6):.2f} "
-                         f"title {gp_str(label)}")
+            plots.append(f"{data} using 1:2 with {style} {color} pt {pt} ps {max(1.5 - 0.15 * i, 0.6):.2f} "
+                         "title columnheader(1)")
         if "fit" in fig:
             f, why = fit_for(fig["fit"], fit_rows or [], values_of[label])
             if why:
                 return None, f"series {label}: {why}"
             ci = f" [{f['lower95']:.2f}, {f['upper95']:.2f}]"
-            # Drawn over the fitted points' range only (x_min..x_max as the judge fitted), not extrapolated.
-            title = f"fit {label}: slope {f['slope']:.2f}{ci}"
-            plots.append(f"(x >= {f['x_min']!r} && x <= {f['x_max']!r} ? exp({f['intercept']!r}) * x**{f['slope']!r} : 1/0) "
-                         f"with lines {color} dt 2 lw 1.5 title {gp_str(title)}")
+            # Drawn over the fitted points' range only (x_min..x_max as the judge fitted), not extrapolated: the
+            # power law sampled here, as data, so that nothing but numbers reaches gnuplot.
+            lo, hi = f["x_min"], f["x_max"]
+            xs_fit = [lo * (hi / lo) ** (k / 199) for k in range(200)] if lo > 0 and hi > lo else [lo, hi]
+            files[f"fit{i}.dat"] = [gp_data_text(f"fit {label}: slope {f['slope']:.2f}{ci}")] + [
+                f"{x!r} {math.exp(f['intercept']) * x ** f['slope']!r}" for x in xs_fit]
+            plots.append(f"'fit{i}.dat' using 1:2 with lines {color} dt 2 lw 1.5 title columnheader(1)")
             fits.append(f"{label} {f['slope']:.2f}{ci} (x {fmt_num(f['x_min'])} to {fmt_num(f['x_max'])})")
     if zeros:
-        data.append("$zeros << EOD")
-        data += [f"{x!r} {y!r}" for x, y in zeros]
-        data.append("EOD")
-        plots.append(f"$zeros using 1:2 with points lc rgb 'black' pt 6 ps 1.2 title {gp_str(f'value 0 (drawn at {floor:.0e})')}")
+        files["zeros.dat"] = [f"{x!r} {y!r}" for x, y in zeros]
+        plots.append(f"'zeros.dat' using 1:2 with points lc rgb 'black' pt 6 ps 1.2 title {gp_quote(f'value 0 (drawn at {floor:.0e})')}")
     if fits:
         notes.append(f"Fitted slopes, as the experiment's judge fitted them (`{fig['fit']['csv']}`: least squares on "
                      "logs, 95% Student-t interval, over the x range given): " + "; ".join(fits))
     for ref in fig.get("refs", []):
-        plots.append(f"{ref['expr']} with lines lc rgb '#555555' dt {ref.get('dt', 3)} lw 1.2 title {gp_str(ref['label'])}")
-    if "fit" in fig or fig.get("refs"):
+        # A reference line is an expression of the spec (a constant or a multiple of x), checked to be nothing more.
+        if not re.fullmatch(r"[0-9x.eE+\-*/() ]+", str(ref["expr"])):
+            raise ValueError(f"figure {fig['name']}: reference expression {ref['expr']!r} is not arithmetic in x")
+        plots.append(f"{ref['expr']} with lines lc rgb '#555555' dt {int(ref.get('dt', 3))} lw 1.2 title {gp_quote(ref['label'])}")
+    if fig.get("refs"):
         lines.append("set samples 400")
-    if not plots:
+    if not [p for p in bands + plots if not p.startswith("'categories.dat'")]:
         return None, "no drawable points"
-    script = "\n".join(data + lines + ["plot " + ", \\\n  ".join(bands + plots), "unset output"]) + "\n"
-    res = subprocess.run([gnuplot], input=script, capture_output=True, text=True)
-    if res.returncode != 0 or not os.path.exists(out_svg):
-        return None, "gnuplot failed: " + res.stderr.strip().splitlines()[-1] if res.stderr.strip() else "gnuplot failed"
+    script = "\n".join(lines + ["plot " + ", \\\n  ".join(bands + plots), "unset output"]) + "\n"
+    return run_gnuplot(gnuplot, script, files, out_svg, notes)
+
+
+def run_gnuplot(gnuplot, script, files, out_svg, notes):
+    """Runs `script` in a fresh directory beside out_svg that holds `files`, then moves its figure.svg onto out_svg
+    whole (checked to be a complete SVG document: gnuplot does not report a failed write), or leaves out_svg as it
+    was. Returns (notes, None), or (None, why) when gnuplot rejects the script; raises FigureWriteError when the
+    figure cannot be written."""
+    try:
+        work = tempfile.mkdtemp(prefix=".figure-", dir=os.path.dirname(os.path.abspath(out_svg)))
+    except OSError as e:
+        raise FigureWriteError(f"cannot write figures beside {printable(out_svg)}: {e.strerror}") from None
+    try:
+        try:
+            for name, content in files.items():
+                with open(os.path.join(work, name), "w", encoding="utf-8") as f:
+                    f.write("\n".join(content) + "\n")
+        except OSError as e:
+            raise FigureWriteError(f"cannot write the data of {printable(os.path.basename(out_svg))}: {e.strerror}") from None
+        res = subprocess.run([gnuplot], input=script, capture_output=True, text=True, errors="replace", cwd=work)
+        drawn = os.path.join(work, "figure.svg")
+        if res.returncode < 0:  # stopped by a signal (SIGXFSZ past a file-size limit, a kill): not a figure's fault
+            raise FigureWriteError(f"{printable(os.path.basename(out_svg))}: gnuplot was stopped by signal {-res.returncode}; "
+                                   "the figure is not written")
+        if res.returncode != 0 or not os.path.exists(drawn):
+            err = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+            return None, "gnuplot failed: " + err[-1].strip() if err else "gnuplot failed"
+        if not complete_svg(drawn):
+            raise FigureWriteError(f"{printable(os.path.basename(out_svg))}: gnuplot's output is incomplete "
+                                   "(is the disk full?); the figure is not written")
+        try:
+            os.chmod(drawn, 0o644)
+            os.replace(drawn, out_svg)
+        except OSError as e:
+            raise FigureWriteError(f"cannot write {printable(out_svg)}: {e.strerror}") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return notes, None
+
+
+def complete_svg(path):
+    """Whether path holds one whole SVG document (a write cut short by a full disk leaves none, or half of one)."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return False
+    return root.tag.rsplit("}", 1)[-1] == "svg"
 
 
 # ---------------------------------------------------------------- report
@@ -547,22 +639,27 @@ def main():
     args = ap.parse_args()
 
     results = os.path.abspath(args.results)
+    if not os.path.isdir(results):
+        sys.exit(f"make_report: {printable(results)}: no such directory")
     ledger_path = os.path.join(results, "claims.csv")
-    if not os.path.exists(ledger_path):
-        sys.exit(f"make_report: {ledger_path} not found")
-    if not shutil.which(args.gnuplot):
-        sys.exit(f"make_report: {args.gnuplot} not found (Debian package gnuplot-nox; `make deps`)")
-    ledger = read_csv(ledger_path)
+    # The run stamps first: a run killed before it wrote the ledger is named as such, not as a missing file.
+    ledger = read_csv(ledger_path) if os.path.exists(ledger_path) else []
+    for number, row in enumerate(ledger, 2):
+        short = [c for c in ("id", "source", "verdict") if not row.get(c)]
+        if short or None in row:
+            sys.exit(f"make_report: {printable(ledger_path)} line {number}: not a ledger row "
+                     f"({'no ' + ', '.join(short) if short else 'more cells than columns'})")
     problems = run_set_problems(results, ledger)
     if problems:
-        sys.exit(f"make_report: {results}: not one finished run per experiment: {'; '.join(problems)}")
+        sys.exit(f"make_report: {printable(results)}: not one finished run per experiment: {printable('; '.join(problems))}")
+    if not os.path.exists(ledger_path):
+        sys.exit(f"make_report: {printable(ledger_path)} not found (no experiment has written its verdicts there)")
+    if not shutil.which(args.gnuplot):
+        sys.exit(f"make_report: {args.gnuplot} not found (Debian package gnuplot-nox; `make deps`)")
     spec = json.load(open(args.spec)) if os.path.exists(args.spec) else {}
     catalogue, titles, seed_order = parse_catalogue(args.claims_md)
     fig_dir = os.path.join(results, "figures")
     os.makedirs(fig_dir, exist_ok=True)
-    for f in os.listdir(fig_dir):  # stale figures from an earlier spec must not linger
-        if f.endswith(".svg"):
-            os.remove(os.path.join(fig_dir, f))
 
     def idkey(cid):
         m = re.match(r"([A-Z]+)(\d+)", cid)
@@ -605,6 +702,12 @@ def main():
             continue
         for cid in claims:
             figs_for.setdefault(cid, []).append((fig, notes))
+    # Stale figures (of an earlier spec, or of one this run's data no longer draws) must not linger; removed only
+    # now that every new figure is in place, so a failure above leaves the earlier figures as they were.
+    drawn = {fig["name"] + ".svg" for figs in figs_for.values() for fig, _ in figs}
+    for f in os.listdir(fig_dir):
+        if f.endswith(".svg") and f not in drawn:
+            os.remove(os.path.join(fig_dir, f))
 
     seed_flag = f" --seed {args.seed}" if args.seed else ""
     quick_flag = " --quick" if args.quick else ""
@@ -677,13 +780,37 @@ def main():
         for fig, why in skipped:
             w(f"- `{fig['name']}` ({', '.join(fig.get('claims', []))}): {why}.")
         w("")
-    tmp = os.path.join(results, ".REPORT.md.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write("\n".join(out))
-    os.replace(tmp, os.path.join(results, "REPORT.md"))
-    print(f"report: {os.path.join(results, 'REPORT.md')} ({sum(len(v) for v in figs_for.values())} figure uses, "
+    write_whole(os.path.join(results, "REPORT.md"), "\n".join(out))
+    print(f"report: {printable(os.path.join(results, 'REPORT.md'))} ({sum(len(v) for v in figs_for.values())} figure uses, "
           f"{len(skipped)} specs skipped)")
 
 
+def write_whole(path, text):
+    """Writes text to path the way the tables are written: to a temporary beside it, flushed to disk, then renamed
+    over it; on a failure (a full disk) the temporary is removed and path is as it was. Text that is not UTF-8 (a
+    path's odd bytes) is written escaped."""
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and not e.filename:
+            raise OSError(e.errno, e.strerror, path) from None
+        raise
+
+
 if __name__ == "__main__":
-    main()
+    # A results directory whose name is not UTF-8 is printed with its odd bytes escaped, never as a traceback.
+    sys.stdout.reconfigure(errors="backslashreplace")
+    try:
+        main()
+    except FigureWriteError as e:
+        sys.exit(f"make_report: {e}")
+    except OSError as e:  # a full disk, a read-only directory: one line, exit status 1
+        sys.exit(f"make_report: cannot write {printable(e.filename or '')}: {e.strerror or e}")

@@ -51,9 +51,10 @@ def write_results(directory, rows):
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    with open(os.path.join(directory, "claims.csv"), "w") as f:
-        f.write("id,source,verdict,metric,observed,threshold,evidence,note\n"
-                f"U17,002.txt,inconclusive,margin,-0.01,0,{path},synthetic\n")
+    with open(os.path.join(directory, "claims.csv"), "w", newline="", encoding="utf-8", errors="surrogateescape") as f:
+        w = csv.writer(f)  # the ledger's quoting, so that a path with a newline or a comma stays one cell
+        w.writerow(["id", "source", "verdict", "metric", "observed", "threshold", "evidence", "note"])
+        w.writerow(["U17", "002.txt", "inconclusive", "margin", "-0.01", "0", path, "synthetic"])
 
 
 def run_report(directory, gnuplot):
@@ -110,6 +111,115 @@ def check_run_stamps(tmp):
           "ledger rows of an unstamped experiment passed")
 
 
+# ---------------------------------------------------------------- reliability: text that must stay data
+
+# Text that would run a command were it spliced into gnuplot's script: a newline then the shell escape, a
+# backquote, quotes closed around system(), a macro, the end of an inline data block. $ATTNLAB_CANARY is set to a
+# file that must never appear.
+HOSTILE = ['a\n!touch $ATTNLAB_CANARY\n', 'b`touch $ATTNLAB_CANARY`', 'c"; system("touch $ATTNLAB_CANARY"); "',
+           "d'; system('touch $ATTNLAB_CANARY'); '", "e @ATTNLAB_CANARY $(touch $ATTNLAB_CANARY) #x", "f\nEOD\n!touch $ATTNLAB_CANARY",
+           "g\\\" \\n tab\there \u202e"]
+
+
+def canary_env(tmp):
+    canary = os.path.join(tmp, "CANARY")
+    os.environ["ATTNLAB_CANARY"] = canary
+    return canary
+
+
+def check_hostile_text(tmp, gnuplot):
+    """Series names and categories from a table (a user's method or family names) reach gnuplot as data only."""
+    canary = canary_env(tmp)
+    cat = {"name": "hostile_categories", "x": "family", "y": "err", "series": "method", "aggregate": "max",
+           "title": "categories"}
+    rows = [{"family": h, "method": m, "err": str(1 + i + j)} for i, h in enumerate(HOSTILE) for j, m in enumerate(HOSTILE[:3])]
+    notes, why = make_report.build_figure(cat, rows, os.path.join(tmp, "cat.svg"), gnuplot)
+    check(why is None, f"a figure of hostile names was not drawn: {why}")
+    check(not os.path.exists(canary), "a table's text ran a command through gnuplot")
+    if why is None:
+        _, texts = bands_and_labels(os.path.join(tmp, "cat.svg"))
+        joined = " ".join(texts)
+        check("touch $ATTNLAB_CANARY" in joined, "the hostile names are not shown as text")
+    line = {"name": "hostile_series", "x": "n", "y": "t", "series": "method", "title": "series"}
+    rows = [{"n": str(n), "t": str(n * (i + 1)), "method": h} for i, h in enumerate(HOSTILE) for n in (1, 2, 4)]
+    notes, why = make_report.build_figure(line, rows, os.path.join(tmp, "line.svg"), gnuplot)
+    check(why is None and not os.path.exists(canary), f"hostile series names: drawn {why is None}, canary {os.path.exists(canary)}")
+    bad_spec = dict(line, title="ok\nset output '/tmp/x'")
+    try:
+        make_report.build_figure(bad_spec, rows, os.path.join(tmp, "spec.svg"), gnuplot)
+        check(False, "a figure spec with a newline in its title was passed to gnuplot")
+    except ValueError:
+        pass
+
+
+def check_hostile_paths(tmp, gnuplot):
+    """A results directory named to run a command (or with a byte that is not UTF-8): the report is made, nothing
+    runs, the paths printed are escaped."""
+    canary = canary_env(tmp)
+    for name in HOSTILE[:6] + [os.fsdecode(b"not-utf8-\xff")]:
+        d = os.path.join(tmp, "paths", name)
+        write_results(d, synthetic_rows(3, 3))
+        res = subprocess.run([sys.executable, os.path.join(HERE, "make_report.py"), "--results", d,
+                              "--claims-md", os.path.join(tmp, "no-catalogue.md"), "--gnuplot", gnuplot], capture_output=True)
+        out = (res.stdout + res.stderr).decode("utf-8", "replace")
+        check(res.returncode == 0 and not os.path.exists(canary) and "Traceback" not in out,
+              f"results directory {name!r}: exit {res.returncode}, canary {os.path.exists(canary)}: {out.strip()}")
+        check(len(res.stdout.splitlines()) == 1, f"results directory {name!r}: the report's line is not one line: {res.stdout!r}")
+        check(os.path.isfile(os.path.join(d, "figures", "u17_accuracy_vs_epoch.svg")), f"results directory {name!r}: no figure")
+
+
+def check_full_disk(tmp, gnuplot):
+    """A full disk (a file-size limit with its signal ignored fails writes the same way): each figure and REPORT.md
+    is whole, as before, or absent; the failure is one line with exit status 1; no temporary is left."""
+    import resource
+    import signal
+    import xml.etree.ElementTree as ET
+    d = os.path.join(tmp, "full")
+    write_results(d, synthetic_rows(3, 5))
+    run_report(d, gnuplot)
+    before = open(os.path.join(d, "REPORT.md"), "rb").read()
+    figure = os.path.join(d, "figures", "u17_accuracy_vs_epoch.svg")
+    figure_before = open(figure, "rb").read()
+    for kib in (1, 4, 16):
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, kib * 1024))
+        res = subprocess.run([sys.executable, os.path.join(HERE, "make_report.py"), "--results", d,
+                              "--claims-md", os.path.join(tmp, "no-catalogue.md"), "--gnuplot", gnuplot],
+                             capture_output=True, text=True, preexec_fn=limit)
+        lines = res.stderr.strip().splitlines()
+        check(res.returncode == 1 and len(lines) == 1 and lines[0].startswith("make_report:"),
+              f"{kib} KiB: exit {res.returncode}, stderr {res.stderr.strip()!r} (expected one line, exit 1)")
+        check(open(os.path.join(d, "REPORT.md"), "rb").read() == before, f"{kib} KiB: REPORT.md changed")
+        try:
+            ET.parse(figure)
+            whole = True
+        except ET.ParseError:
+            whole = False
+        check(whole and open(figure, "rb").read() == figure_before, f"{kib} KiB: the figure was cut or changed")
+        leftovers = [f for f in os.listdir(d) + os.listdir(os.path.join(d, "figures")) if f.startswith(".")]
+        check(not leftovers, f"{kib} KiB: temporaries left: {leftovers}")
+    # An incomplete SVG is never taken for a figure.
+    cut = os.path.join(tmp, "cut.svg")
+    with open(cut, "wb") as f:
+        f.write(figure_before[:len(figure_before) // 2])
+    check(not make_report.complete_svg(cut), "half an SVG passed as complete")
+
+
+def check_killed_run(tmp, gnuplot):
+    """A directory whose run was killed before it wrote the ledger: the report names the unfinished run."""
+    import json
+    d = os.path.join(tmp, "killed")
+    os.makedirs(d)
+    with open(os.path.join(d, "exp_a.run.json"), "w") as f:
+        json.dump({"format": "attnlab-run-1", "experiment": "exp_a", "run": "h-1-2", "finished": False,
+                   "tables": [], "artifacts": []}, f)
+    res = subprocess.run([sys.executable, os.path.join(HERE, "make_report.py"), "--results", d, "--gnuplot", gnuplot],
+                         capture_output=True, text=True)
+    check(res.returncode == 1 and "exp_a: run h-1-2 did not finish" in res.stderr,
+          f"a killed run's directory: {res.stderr.strip()!r} does not name the unfinished run")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gnuplot", default="gnuplot")
@@ -164,12 +274,13 @@ def main():
         import json
         spec = json.load(open(os.path.join(HERE, "report_figures.json")))
         fig = next(f for f in spec["figures"] if f["name"] == "u17_accuracy_vs_epoch")
-        scripts = []
+        scripts, data = [], []  # each gnuplot call's script and the data files in its directory
         real_run = make_report.subprocess.run
 
-        def capture(cmd, input=None, **kw):
+        def capture(cmd, input=None, cwd=None, **kw):
             scripts.append(input)
-            return real_run(cmd, input=input, **kw)
+            data.append({f: open(os.path.join(cwd, f), encoding="utf-8").read() for f in sorted(os.listdir(cwd))})
+            return real_run(cmd, input=input, cwd=cwd, **kw)
 
         make_report.subprocess.run = capture
         try:
@@ -178,10 +289,12 @@ def main():
                                      args.gnuplot)
         finally:
             make_report.subprocess.run = real_run
-        blocks = re.findall(r"\$d\d+ << EOD\n(.*?)\nEOD", scripts[-1], re.S)
-        check(len(blocks) == len(METHODS), f"{len(blocks)} data blocks, expected {len(METHODS)}")
-        for method, block in zip(sorted(METHODS), blocks):  # series in sorted order
-            for line in block.splitlines():
+        # Each series' file: its name on line 0 (the legend's column header), then x y lower upper.
+        series = [text.splitlines() for f, text in data[-1].items() if f.startswith("series")]
+        check(len(series) == len(METHODS), f"{len(series)} series files, expected {len(METHODS)}")
+        for method, lines in zip(sorted(METHODS), series):  # series in sorted order
+            check(lines[0] == f'"{method}"', f"series file of {method} is headed {lines[0]!r}")
+            for line in lines[1:]:
                 x, y, lo, hi = map(float, line.split())
                 # Series sharing an epoch are drawn spread sideways, by less than a quarter of an epoch.
                 epoch = round(x)
@@ -222,17 +335,24 @@ def main():
             make_report.subprocess.run = real_run
         check(why is None, f"the fit figure was skipped: {why}")
         if why is None:
-            script = scripts[-1]
-            drawn = re.findall(r"\(x >= ([^ ]+) && x <= ([^ ]+) \? exp\(([^)]+)\) \* x\*\*([^ ]+) : 1/0\)", script)
+            # Each fitted line is sampled from the table's power law over its x range, as data.
+            drawn = [text.splitlines() for f, text in data[-1].items() if f.startswith("fit")]
             check(len(drawn) == 2, f"{len(drawn)} fitted lines drawn, expected one per precision (2)")
-            for lo, hi, icept, slope in drawn:
-                check((float(lo), float(hi), float(slope)) == (512.0, 4096.0, 1.5) and
-                      abs(float(icept) - math.log(3e-6)) < 1e-15, f"line ({lo}, {hi}, {icept}, {slope}) is not the table's")
+            for lines in drawn:
+                pts = [tuple(map(float, ln.split())) for ln in lines[1:]]
+                xs = [x for x, _ in pts]
+                check((min(xs), max(xs)) == (512.0, 4096.0), f"fitted line over {min(xs)}..{max(xs)}, not the table's 512..4096")
+                check(all(abs(y / (3e-6 * x ** 1.5) - 1) < 1e-12 for x, y in pts), "a fitted line is not the table's 3e-6 x^1.5")
+                check("slope 1.50 [1.25, 1.75]" in lines[0], f"the fitted line's legend {lines[0]!r} lacks the table's slope")
             check(any("double 1.50 [1.25, 1.75] (x 512 to 4096)" in n for n in notes),
                   "the caption does not quote the table's slope, interval and range")
         notes, why = make_report.build_figure(fig, points, os.path.join(tmp, "fit2.svg"), args.gnuplot, fit_rows[:1])
         check(notes is None and why is not None and "float" in why and "0 rows" in why,
               f"a series without its fit row was not refused: {why}")
+        check_hostile_text(tmp, args.gnuplot)
+        check_hostile_paths(tmp, args.gnuplot)
+        check_full_disk(tmp, args.gnuplot)
+        check_killed_run(tmp, args.gnuplot)
     finally:
         if args.keep:
             print("kept", tmp)

@@ -256,23 +256,46 @@ int attend_workers(const AttendOptions& o, Eigen::Index heads) {
 
 AttendMemory estimate_attend_memory(const AttendOptions& o, const AttendInput& q, const AttendInput& k,
                                     const AttendInput& v, int workers, std::size_t scalar_bytes) {
+  const AttentionMethod& method = attention_method(o.method);
+  const bool fast = o.impl == to_string(Impl::fast);
   const double heads = static_cast<double>(q.count());
   const double n_q = static_cast<double>(q.n), n_k = static_cast<double>(k.n);
   const double d = static_cast<double>(q.d), d_v = static_cast<double>(v.d);
   const double bytes = static_cast<double>(scalar_bytes);
+  const Eigen::Index n = std::max(q.n, k.n), width = std::max(q.d, v.d);
+  // The method's parameters as plan_attend will resolve them (given draws replace k or D with their own, checked
+  // there to agree with --proj and --features), so that the estimate counts what the parameters cost.
+  MethodParams params;
+  params.key_block = o.block;
+  if (method.name == "linformer") params.projected = reduced_size("--proj", o.proj, k.n, "n");
+  params.share_kv = o.share_kv;
+  params.features = o.features.value_or(kDefaultFeatures);
+  if (method.name == "nystrom") params.nystrom = nystrom_options(o, q.n, k.n);
   AttendMemory need;
   const double io = heads * (n_q * d + n_k * d + n_k * d_v + n_q * d_v) * bytes;
   const double threads = std::min(static_cast<double>(workers), heads);
-  if (o.method == "exact" && o.impl != "fast") need.per_thread_matrix = n_q * n_k * bytes;
-  need.bytes = io + threads * need.per_thread_matrix;
+  if (method.name == "exact" && fast)
+    need.per_thread = streaming_attention_cost(n, width, params.key_block, scalar_bytes).workspace_bytes;  // key blocks
+  else if (method.name == "exact")
+    need.per_thread = n_q * n_k * bytes;
+  else
+    need.per_thread = method.cost(params, n, width, scalar_bytes).workspace_bytes;
+  if (method.draw_bytes) need.draws = method.draw_bytes(params, k.n, q.d, scalar_bytes);
+  need.parameter = method.name == "linformer"     ? fmt::format(" at k = {}", params.projected)
+                   : method.draw_bytes != nullptr ? fmt::format(" at D = {}", params.features)
+                   : method.name == "nystrom"     ? fmt::format(" at m = {} landmarks", params.nystrom.landmarks)
+                                                  : "";
+  need.bytes = io + need.draws + threads * need.per_thread;
   return need;
 }
 
 AttendMemory estimate_attend_grad_memory(const AttendOptions& o, const AttendInput& q, const AttendInput& k,
                                          const AttendInput& v, int workers, std::size_t scalar_bytes) {
+  // Twice the forward's: the gradients beside the inputs and output, and per worker the backward's workspace beside
+  // the forward's (exact attention's P^T kept, dP^T formed); the draws are held once.
   AttendMemory need = estimate_attend_memory(o, q, k, v, workers, scalar_bytes);
-  need.bytes *= 2;
-  need.per_thread_matrix *= 2;
+  need.bytes = 2 * (need.bytes - need.draws) + need.draws;
+  need.per_thread *= 2;
   return need;
 }
 
@@ -284,10 +307,14 @@ void check_attend_memory(const AttendOptions& o, const AttendMemory& need, const
   if (need.bytes < kAttendUncheckedBytes) return;
   if (const double avail = available_memory(); need.bytes > avail)
     throw AttendUsageError(fmt::format(
-        "--method {} needs about {} here ({}), {} available{}", o.method, gib_text(need.bytes),
-        need.per_thread_matrix > 0 ? fmt::format("an n_q x n_k = {} x {} {} matrix per worker thread", q.n, k.n, dtype)
-                                   : "inputs and output",
-        gib_text(avail),
+        "--method {} needs about {} here (inputs and output{}, {} per worker thread for one head's workspace{}{}), {} "
+        "available{}",
+        o.method, gib_text(need.bytes), need.draws > 0 ? fmt::format(", {} of draws", gib_text(need.draws)) : "",
+        gib_text(need.per_thread),
+        o.method == "exact" && o.impl != to_string(Impl::fast)
+            ? fmt::format(": an n_q x n_k = {} x {} {} matrix", q.n, k.n, dtype)
+            : "",
+        need.parameter, gib_text(avail),
         o.method == "exact" ? "; --method streaming computes the same attention in O(n) memory, --threads 1 holds one matrix"
                             : ""));
 }

@@ -123,11 +123,15 @@ AttendPlan plan_attend(const AttendOptions& o, const AttendInput& q, const Atten
 int attend_workers(const AttendOptions& o, Eigen::Index heads);
 
 // The memory a run needs at its peak, estimated before anything large is allocated: the three inputs and the
-// output in the computation's precision (`scalar_bytes`), and per worker thread the method's working set. Exact
-// attention's reference kernel holds one n_q x n_k matrix per head in flight; the others O(n).
+// output in the computation's precision (`scalar_bytes`), the method's draws (E and F, or omega: AttentionMethod's
+// draw_bytes at --proj or --features), and per worker thread the method's workspace for one head (AttentionMethod's
+// cost at its parameters: the n_q x n_k matrix of exact attention's reference kernel, Linformer's n x k scores,
+// Nystrom's m x m and n x m blocks, the features' n x D matrices).
 struct AttendMemory {
   double bytes = 0;
-  double per_thread_matrix = 0;  // exact: the n_q x n_k matrix each worker holds
+  double per_thread = 0;  // one head's workspace, held by each worker at once
+  double draws = 0;
+  std::string parameter;  // " at k = 8192": the parameter the workspace grows with, for the message
 };
 AttendMemory estimate_attend_memory(const AttendOptions& o, const AttendInput& q, const AttendInput& k,
                                     const AttendInput& v, int workers, std::size_t scalar_bytes);

@@ -78,23 +78,32 @@ std::vector<std::string> prefixes_of(const SafetensorsCheckpoint& c, const std::
   return out;
 }
 
-// The layers present: every l with prefix + pattern(l) in the checkpoint, which must be 0 .. L-1.
+// The layers present: every l with prefix + pattern(l) in the checkpoint, which must be 0 .. L-1. A name that
+// has the pattern's form with something else where {l} stands, a number with a sign or a leading zero ("01",
+// "-1") or of more than nine digits, is refused: skipped, it would hide a layer or make a gap look complete.
 Eigen::Index count_layers(const SafetensorsCheckpoint& c, const std::string& full_pattern) {
-  std::string re;
+  std::string strict, loose;
   for (std::size_t i = 0; i < full_pattern.size();) {
     if (full_pattern.compare(i, 3, "{l}") == 0) {
-      re += "(0|[1-9][0-9]{0,8})";
+      strict += "(0|[1-9][0-9]{0,8})";
+      loose += "([+-]?[0-9]+)";
       i += 3;
     } else {
-      if (std::string("\\^$.|?*+()[]{}").find(full_pattern[i]) != std::string::npos) re += '\\';
-      re += full_pattern[i++];
+      const std::string ch(1, full_pattern[i++]);
+      const std::string literal = std::string("\\^$.|?*+()[]{}").find(ch) != std::string::npos ? "\\" + ch : ch;
+      strict += literal;
+      loose += literal;
     }
   }
-  const std::regex pattern(re);
+  const std::regex pattern(strict), near(loose);
   std::set<std::int64_t> found;
   for (const auto& n : c.names()) {
     std::smatch m;
     if (std::regex_match(n, m, pattern)) found.insert(std::stoll(m[1].str()));
+    else if (std::regex_match(n, m, near))
+      layout_refuse(c.path(), fmt::format("tensor {}: layer index {} is not a layer number (0, 1, 2, ... in decimal, without a "
+                                          "sign or leading zeros, below 10^9)",
+                                          layout_quoted(n), layout_quoted(m[1].str())));
   }
   if (found.empty()) return 0;
   const std::int64_t last = *found.rbegin();
