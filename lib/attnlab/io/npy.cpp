@@ -152,12 +152,8 @@ struct Header {
 };
 
 NpyDtype parse_descr(const std::string& descr, const std::string& name) {
-  if (descr == "<f4") return NpyDtype::float32;
-  if (descr == "<f8") return NpyDtype::float64;
-  if (descr == ">f4" || descr == ">f8")
-    throw_npy_error(name, fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr));
-  if (descr == "|O" || descr == "O" || descr == "<O" || descr == ">O") throw_npy_error(name, "object arrays are not supported");
-  throw_npy_error(name, fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", escaped(descr)));
+  if (const std::string problem = npy_dtype_problem(descr); !problem.empty()) throw_npy_error(name, problem);
+  return descr == "<f4" ? NpyDtype::float32 : NpyDtype::float64;
 }
 
 Header parse_header(std::string_view text, const std::string& name, unsigned major) {
@@ -200,9 +196,7 @@ Header parse_header(std::string_view text, const std::string& name, unsigned maj
   if (!dtype) throw_npy_error(name, "malformed header: no 'descr' key");
   if (!fortran) throw_npy_error(name, "malformed header: no 'fortran_order' key");
   if (!shape) throw_npy_error(name, "malformed header: no 'shape' key");
-  if (shape->empty()) throw_npy_error(name, "0-d (scalar) arrays are not supported: 1 to 4 dimensions");
-  if (shape->size() > kNpyMaxDims)
-    throw_npy_error(name, fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", shape->size()));
+  if (const std::string problem = npy_dims_problem(shape->size()); !problem.empty()) throw_npy_error(name, problem);
   return {*dtype, *fortran, std::move(*shape)};
 }
 
@@ -328,10 +322,25 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& name
 
   // The first non-finite value in C order, as numpy's a.flat would count it.
   for (std::size_t i = 0; i < count; ++i)
-    if (!std::isfinite(out.values[i]))
-      throw_npy_error(name, fmt::format("value {} at flat index {} (index {}, C order) is not finite", out.values[i], i,
-                             shape_text(c_index(h.shape, i))));
+    if (!std::isfinite(out.values[i])) throw_npy_error(name, npy_nonfinite_problem(out.values[i], i, h.shape));
   return out;
+}
+
+std::string npy_dtype_problem(const std::string& descr) {
+  if (descr == "<f4" || descr == "<f8") return {};
+  if (descr == ">f4" || descr == ">f8") return fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr);
+  if (descr == "|O" || descr == "O" || descr == "<O" || descr == ">O") return "object arrays are not supported";
+  return fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", escaped(descr));
+}
+
+std::string npy_dims_problem(std::size_t dims) {
+  if (dims == 0) return "0-d (scalar) arrays are not supported: 1 to 4 dimensions";
+  if (dims > kNpyMaxDims) return fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", dims);
+  return {};
+}
+
+std::string npy_nonfinite_problem(double value, std::size_t flat, const std::vector<std::size_t>& shape) {
+  return fmt::format("value {} at flat index {} (index {}, C order) is not finite", value, flat, shape_text(c_index(shape, flat)));
 }
 
 namespace {
@@ -498,18 +507,29 @@ Mat<T> matrix_from_npy(const NpyArray& array, const std::string& name) {
   return m;
 }
 
-template <typename T>
-HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name) {
-  if (array.dims() < 2) throw_npy_error(name, fmt::format("expected a (batch, heads, n, d) array, got shape {}", shape_text(array.shape)));
+std::string head_stack_shape_problem(const std::vector<std::size_t>& shape) {
+  if (shape.size() < 2 || shape.size() > kNpyMaxDims)
+    return fmt::format("expected a (batch, heads, n, d) array, got shape {}", shape_text(shape));
   // Missing leading axes are 1: (n, d) is one head, (heads, n, d) one batch.
-  std::vector<std::size_t> full(kNpyMaxDims - array.dims(), 1);
-  full.insert(full.end(), array.shape.begin(), array.shape.end());
-  if (full[0] == 0 || full[1] == 0) throw_npy_error(name, fmt::format("batch and heads must be at least 1, got shape {}", shape_text(array.shape)));
+  const std::vector<std::size_t> full = head_stack_shape(shape);
+  if (full[0] == 0 || full[1] == 0) return fmt::format("batch and heads must be at least 1, got shape {}", shape_text(shape));
   // Checked before the stack is allocated: an empty array's header costs nothing to write, but
   // (1, 300000000, 0, 8) would otherwise allocate 3e8 empty matrices (gigabytes) before any check.
   if (full[2] == 0 || full[3] == 0)
-    throw_npy_error(name, fmt::format("has n = {} rows of d = {} columns (shape {}); both must be at least 1", full[2], full[3],
-                           shape_text(array.shape)));
+    return fmt::format("has n = {} rows of d = {} columns (shape {}); both must be at least 1", full[2], full[3], shape_text(shape));
+  return {};
+}
+
+std::vector<std::size_t> head_stack_shape(const std::vector<std::size_t>& shape) {
+  std::vector<std::size_t> full(kNpyMaxDims - std::min(shape.size(), kNpyMaxDims), 1);
+  full.insert(full.end(), shape.begin(), shape.end());
+  return full;
+}
+
+template <typename T>
+HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name) {
+  if (const std::string problem = head_stack_shape_problem(array.shape); !problem.empty()) throw_npy_error(name, problem);
+  const std::vector<std::size_t> full = head_stack_shape(array.shape);
   HeadStack<T> s(as_index(full[0], name), as_index(full[1], name), as_index(full[2], name), as_index(full[3], name));
   std::size_t at = 0;
   for (Eigen::Index h = 0; h < s.count(); ++h)

@@ -74,6 +74,17 @@ Mat<T> matrix_from_npy(const NpyArray& array, const std::string& name);
 template <typename T>
 HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name);
 
+// The refusals of the readers above worded for an array that does not come from a file (the Python module's
+// arrays), each "" when there is nothing to refuse: the dtype (NumPy's dtype string, '<f4', '>f8', '|O'), the
+// number of dimensions (1 to 4), a shape that is no head stack (fewer than 2 or more than 4 dimensions, batch,
+// heads, n or d zero), the first non-finite value (its flat index in C order, as numpy's a.flat counts).
+std::string npy_dtype_problem(const std::string& descr);
+std::string npy_dims_problem(std::size_t dims);
+std::string head_stack_shape_problem(const std::vector<std::size_t>& shape);
+std::string npy_nonfinite_problem(double value, std::size_t flat, const std::vector<std::size_t>& shape);
+// A head stack's shape as (batch, heads, n, d): missing leading axes are 1.
+std::vector<std::size_t> head_stack_shape(const std::vector<std::size_t>& shape);
+
 // Reads a matrix or a head stack straight from a file.
 template <typename T>
 Mat<T> read_npy_matrix(const std::filesystem::path& path) {

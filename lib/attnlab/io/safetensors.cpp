@@ -389,7 +389,7 @@ void SafetensorsFile::read_rows_as(const SafetensorsTensor& t, std::uint64_t fir
     if (!finite)
       for (std::size_t i = 0; i < values; ++i)
         if (!std::isfinite(out[i]))
-          st_refuse(name_, fmt::format("tensor {} holds a non-finite value ({}) at element {} (C order)", st_quoted(t.name), out[i], element + i));
+          st_refuse(name_, nonfinite_weight_problem(t.name, out[i], element + i));
     out += values;
     element += values;
     offset += count;
@@ -517,6 +517,10 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
       write(bytes);
     }
   });
+}
+
+std::string nonfinite_weight_problem(std::string_view tensor, double value, std::uint64_t element) {
+  return fmt::format("tensor {} holds a non-finite value ({}) at element {} (C order)", st_quoted(tensor), value, element);
 }
 
 }  // namespace attnlab

@@ -145,7 +145,7 @@ class AttnlabQk : public QkCheckpoint {
 
 std::unique_ptr<QkCheckpoint> QkCheckpoint::open(const std::filesystem::path& path, const QkLayoutOptions& options) {
   std::error_code ec;
-  if (options.layout == "attnlab" && std::filesystem::exists(path / "manifest.json", ec)) {
+  if ((options.layout == "attnlab" || options.layout == "auto") && std::filesystem::exists(path / "manifest.json", ec)) {
     if (options.prefix || options.heads > 0 || options.kv_heads > 0)
       throw QkLayoutError("an attnlab checkpoint directory names its own tensors and heads: --prefix, --heads and --kv-heads do not apply");
     return std::make_unique<AttnlabQk>(path);
