@@ -11,6 +11,7 @@
 
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/core/matrix.hpp"
+#include "attnlab/model/image_set.hpp"
 #include "attnlab/model/layernorm.hpp"
 #include "attnlab/model/mha.hpp"
 #include "attnlab/model/mlp.hpp"
@@ -100,6 +101,7 @@ class ViT {
   using Scalar = T;
   using Activations = ViTActivations<T>;
   using Grads = ViTGrads<T>;
+  using Data = ImageSet;  // what it trains on (trainer.hpp)
   using AttentionFactory = attnlab::AttentionFactory<T>;
 
   // Builds the model with freshly initialised weights (vit_spec.md: weight matrices and positions
@@ -134,6 +136,10 @@ class ViT {
   // with the configuration's windows.
   void set_inputs(ViTActivations<T>& act, std::span<const std::uint8_t> pixels, int side,
                   std::span<const std::int64_t> images) const;
+  // The same from a data set (the trainer's call).
+  void set_inputs(ViTActivations<T>& act, const ImageSet& data, std::span<const std::int64_t> images) const {
+    set_inputs(act, data.pixels, data.side, images);
+  }
 
   // One chunk: act.patches (B n, P) must be filled (set_inputs, or patchify). Runs the forward pass; with grads not null
   // it keeps the tape and ADDS the gradient of scale * sum_b CE(logits_b, labels_b) into *grads.
