@@ -1,6 +1,8 @@
 // The training run.
 #include "attnlab/model/fit.hpp"
 
+#include "attnlab/model/recall_model.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -82,6 +84,12 @@ template FitResult fit<float>(Trainer<float>&, const ImageSet&, const ImageSet&,
                          const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
 template FitResult fit<double>(Trainer<double>&, const ImageSet&, const ImageSet&, const FitOptions&,
                           const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
+template FitResult fit<float, RecallModel<float>>(Trainer<float, RecallModel<float>>&, const RecallSet&, const RecallSet&,
+                                             const FitOptions&, const std::function<void(const StepRecord&)>&,
+                                             const std::function<void(const EpochRecord&)>&);
+template FitResult fit<double, RecallModel<double>>(Trainer<double, RecallModel<double>>&, const RecallSet&, const RecallSet&,
+                                               const FitOptions&, const std::function<void(const StepRecord&)>&,
+                                               const std::function<void(const EpochRecord&)>&);
 template FitResult fit<float, PixelLogistic<float>>(Trainer<float, PixelLogistic<float>>&, const ImageSet&, const ImageSet&,
                                                const FitOptions&, const std::function<void(const StepRecord&)>&,
                                                const std::function<void(const EpochRecord&)>&);

@@ -1,6 +1,8 @@
 // The data-parallel training step and the evaluation loop.
 #include "attnlab/model/trainer.hpp"
 
+#include "attnlab/model/recall_model.hpp"
+
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -214,6 +216,8 @@ ATTNLAB_TRAINED_MODEL(float, ViT<float>)
 ATTNLAB_TRAINED_MODEL(double, ViT<double>)
 ATTNLAB_TRAINED_MODEL(float, PixelLogistic<float>)
 ATTNLAB_TRAINED_MODEL(double, PixelLogistic<double>)
+ATTNLAB_TRAINED_MODEL(float, RecallModel<float>)
+ATTNLAB_TRAINED_MODEL(double, RecallModel<double>)
 #undef ATTNLAB_TRAINED_MODEL
 
 }  // namespace attnlab
