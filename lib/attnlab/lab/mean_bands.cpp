@@ -21,7 +21,7 @@ Cell typed_cell(const TableReader& t, std::size_t row, const Column& c) {
 }  // namespace
 
 CsvTable mean_band_table(const TableReader& t, const std::vector<Column>& keys, const Column& x, const std::string& y,
-                         const std::string& count_name) {
+                         const std::string& count_name, const std::function<bool(std::size_t)>& keep) {
   std::vector<Column> columns = keys;
   columns.push_back(x);
   struct Group {
@@ -31,6 +31,7 @@ CsvTable mean_band_table(const TableReader& t, const std::vector<Column>& keys, 
   std::vector<Group> groups;  // first-seen order
   std::map<std::vector<std::string>, std::size_t> index;
   for (std::size_t r = 0; r < t.rows(); ++r) {
+    if (keep && !keep(r)) continue;
     std::vector<std::string> id;
     for (const Column& c : columns) id.push_back(t.text(r, c.name));
     const auto [it, inserted] = index.emplace(id, groups.size());
