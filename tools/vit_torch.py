@@ -427,7 +427,9 @@ def training_step(cfg, params, buffers, batch, lr):
     opt = torch.optim.Adam(list(p.values()), lr=lr, **ADAM)
     opt.zero_grad()
     loss.backward()
-    grads = {n: t.grad.detach().clone() for n, t in p.items()}
+    # A parameter the loss does not reach (W_q, W_k beside the identity of the recall model's baseline) has no grad:
+    # its gradient is zero, as attnlab's, and Adam leaves it where it is on both sides.
+    grads = {n: t.grad.detach().clone() if t.grad is not None else torch.zeros_like(t) for n, t in p.items()}
     opt.step()
     return loss.detach(), logits.detach(), grads, {n: t.detach().clone() for n, t in p.items()}
 

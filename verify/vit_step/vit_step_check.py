@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """One whole training step of every attention method, attnlab against PyTorch autograd (issue 14 item 3): the ViT's,
-and the recall model's (recall_spec.md: the token embedding and the head at the queries, every method and the
-baseline without attention).
+and the recall model's (recall_spec.md: the token embedding and the head at the queries, with exact attention,
+with Linformer and without attention).
 
 For each method: bin/vit_step_dump writes a small model's checkpoint, a random batch and attnlab's step in
 double (loss, logits, every parameter's gradient, the Adam-updated parameters); tools/vit_torch.py `step` redoes

@@ -1,5 +1,5 @@
 // vit_step_dump (issue 14 item 3): one whole ViT<double> training step of every trainable attention method, and
-// one whole RecallModel<double> step of every method and of the baseline without attention, written for
+// whole RecallModel<double> steps (its own layers, with two methods and without attention), written for
 // tools/vit_torch.py to redo in PyTorch and compare. A ctest helper (vit_step_check.py runs it), not installed.
 //
 // For each method of trainable_attention_names(), into OUT/<method>/:
@@ -7,8 +7,9 @@
 //   images.npy, labels.npy the batch: uint8 (N, image, image) and int64 (N)
 //   attnlab/               what `vit_torch.py compare` reads, all float64:
 //     loss.npy (1,)  logits.npy (N, classes)  grad/<name>.npy  updated/<name>.npy
-// and for each recall method into OUT/recall-<method>/: the same, the batch as keys.npy, values.npy, labels.npy
-// (int32 (N, 2P), recall_spec.md's files of the training stream's first N sequences) and the logits one row per query.
+// and for the recall model (exact, linformer and the baseline without attention, or the --method given, and the
+// baseline) into OUT/recall-<method>/: the same, the batch as keys.npy, values.npy, labels.npy (int32 (N, 2P),
+// recall_spec.md's files of the training stream's first N sequences) and the logits one row per query.
 // The step is computed by a model LOADED from checkpoint/ (float32 values, exact in double), so attnlab and
 // PyTorch start from identical weights; the schedule's learning rate is cosine_lr(5e-4, --step, --total-steps).
 //
@@ -222,7 +223,7 @@ int main(int argc, char** argv) {
   app.add_option("--method", methods, "a method of trainable_attention_names() (default: every one)")
       ->check(CLI::IsMember(trainable_attention_names()));
   std::string task = "both";
-  app.add_option("--task", task, "the ViT's step, the recall model's (every method and its baseline), or both")
+  app.add_option("--task", task, "the ViT's steps, the recall model's, or both")
       ->check(CLI::IsMember({"vit", "recall", "both"}))
       ->capture_default_str();
   app.add_option("--seed", seed, "weights and batch")->capture_default_str();
@@ -239,13 +240,17 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "vit_step_dump: {}\n", e.what());
     return 2;
   }
+  const bool explicit_methods = !methods.empty();
   if (methods.empty()) methods = trainable_attention_names();
   try {
     if (task != "recall")
       for (const auto& m : methods) dump_method(m, out / m, seed, batch, step, total_steps);
     if (task != "vit") {
-      std::vector<std::string> recall = methods;
-      if (std::find(recall.begin(), recall.end(), kNoAttentionBaseline) == recall.end()) recall.emplace_back(kNoAttentionBaseline);
+      // The recall model's own layers (the embedding, the head at the queries, the identity in place of attention)
+      // with exact attention and with Linformer (parameters of its own along the positions); every method's attention
+      // is the same code as the ViT's, checked above. --method names others.
+      std::vector<std::string> recall = explicit_methods ? methods : std::vector<std::string>{"exact", "linformer"};
+      recall.emplace_back(kNoAttentionBaseline);
       for (const auto& m : recall) dump_recall_method(m, out / ("recall-" + m), seed, batch, step, total_steps);
     }
   } catch (const OutputError& e) {
