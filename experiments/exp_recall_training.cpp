@@ -219,12 +219,8 @@ std::vector<ClaimRow> judge_u19(const ExperimentCli& cli, const std::filesystem:
   }
   // The main point's test set as files any tool can score a model on (recall_spec.md): written by the judge, the one
   // step that runs once whatever the sharding, into the directory that holds the tables.
-  {
-    const std::size_t r0 = 0;
-    const RecallTask task{main_pairs, t.integer(r0, rt::kKeys), t.integer(r0, rt::kValues)};
-    const RecallSet test = recall_set(task, cli.options().seed, RecallSplit::test, t.integer(r0, rt::kSequences));
-    write_recall_set(test, dir / rt::kTestSetDir);
-  }
+  const RecallTask task{main_pairs, t.integer(0, rt::kKeys), t.integer(0, rt::kValues)};
+  write_recall_set(recall_set(task, cli.options().seed, RecallSplit::test, t.integer(0, rt::kSequences)), dir / rt::kTestSetDir);
   for (const auto& m : recall_sweep_methods())
     if (capacity_by_method.count(m) != 0)
       capacity += fmt::format("{}{}: {}", capacity.empty() ? "" : "; ", m, capacity_by_method[m]);

@@ -183,11 +183,15 @@ cmd_task() {
     mkdir -p "$out/checkpoints"
     local found=0 m rel trainer
     for trainer in $training_experiments; do
+      local dirs=("$run"/shards/$trainer/*/checkpoints)
+      # A trainer the run does not have leaves the pattern unexpanded (or, under nullglob, nothing: find would then
+      # search the current directory).
+      [ -d "${dirs[0]:-}" ] || continue
       while IFS= read -r -d '' m; do
         rel=${m#"$run"/shards/$trainer/*/checkpoints/}; rel=${rel%/manifest.json}
         mkdir -p "$(dirname "$out/checkpoints/$rel")"
         ln -sfn "${m%/manifest.json}" "$out/checkpoints/$rel"; found=1
-      done < <(find "$run"/shards/$trainer/*/checkpoints -name manifest.json -print0 2>/dev/null)
+      done < <(find "${dirs[@]}" -name manifest.json -print0 2>/dev/null)
     done
     [ "$found" = 1 ] || die "$exp: no checkpoints in $run/shards/{${training_experiments// /,}}/*/checkpoints (the training tasks must finish first)"
   fi
@@ -244,12 +248,14 @@ cmd_finish() {
     # carries those a shard's stamp lists; any other is copied from the shard that wrote it.
     local m rel trainer
     for trainer in $training_experiments; do
+      local dirs=("$run"/shards/$trainer/*/checkpoints)
+      [ -d "${dirs[0]:-}" ] || continue  # a trainer the run does not have (nullglob: find would search the current directory)
       while IFS= read -r -d '' m; do
         rel=${m#"$run"/shards/$trainer/*/checkpoints/}; rel=${rel%/manifest.json}
         [ -e "$stage/checkpoints/$rel" ] && continue
         mkdir -p "$(dirname "$stage/checkpoints/$rel")"
         cp -r "${m%/manifest.json}" "$stage/checkpoints/$rel"
-      done < <(find "$run"/shards/$trainer/*/checkpoints -name manifest.json -print0 2>/dev/null)
+      done < <(find "${dirs[@]}" -name manifest.json -print0 2>/dev/null)
     done
   fi
   while IFS=$'\t' read -r exp mode _; do
