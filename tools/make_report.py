@@ -635,6 +635,40 @@ def run_set_problems(results, ledger):
     return problems
 
 
+# Claims placed right after another in the report (the moved claim, the one it follows), whatever their numbers.
+PLACED_AFTER = {"U19": "U17"}
+
+
+def side_table(spec_table, results, table):
+    """A markdown table joining derived CSVs (each a judge's means with their intervals) on one key column: one row per
+    key in order of first appearance, one column per CSV, "mean [lower, upper]" (— where a CSV lacks the key or is not
+    in this run). Values are read, never recomputed."""
+    key = spec_table["key"]
+    rows, cells = [], {}
+    present = []
+    for i, col in enumerate(spec_table["columns"]):
+        path = os.path.join(results, col["csv"])
+        if not os.path.isfile(path):
+            continue
+        present.append(col["csv"])
+        for r in table(path):
+            k = r.get(key)
+            if k is None or col["mean"] not in r:
+                continue
+            if k not in rows:
+                rows.append(k)
+            n = f", {r[col['count']]} seeds" if col.get("count") in r else ""
+            cells[(k, i)] = (f"{float(r[col['mean']]):.4f} [{float(r[col['lower']]):.4f}, {float(r[col['upper']]):.4f}]{n}")
+    if not rows:
+        return ""
+    out = [f"**{md_escape(spec_table['title'])}** (from {', '.join(f'`{c}`' for c in present)})\n",
+           "| " + key + " | " + " | ".join(md_escape(c["label"]) for c in spec_table["columns"]) + " |",
+           "|---|" + "---|" * len(spec_table["columns"])]
+    for k in rows:
+        out.append(f"| {md_escape(k)} | " + " | ".join(cells.get((k, i), "—") for i in range(len(spec_table["columns"]))) + " |")
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", required=True, help="results directory holding claims.csv")
@@ -676,6 +710,12 @@ def main():
         return (m.group(1), int(m.group(2))) if m else (cid, 0)
 
     ledger.sort(key=lambda r: (r["source"], idkey(r["id"])))  # document order (000 R … 004 G), then claim number
+    # A claim tested again on another testbed sits beside the first (U19, U16 on recall, after U17 on Fashion-MNIST).
+    for moved, anchor in PLACED_AFTER.items():
+        ids = [r["id"] for r in ledger]
+        if moved in ids and anchor in ids:
+            row = ledger.pop(ids.index(moved))
+            ledger.insert([r["id"] for r in ledger].index(anchor) + 1, row)
     by_id = {r["id"]: r for r in ledger}
     tables = {}
 
@@ -774,6 +814,9 @@ def main():
             if r.get("note"):
                 why += " " + md_escape(r["note"].strip())
             w(why + "\n")
+            for spec_table in spec.get("tables", []):
+                if cid in spec_table.get("claims", []):
+                    w(side_table(spec_table, results, table))
             for fig, notes in figs_for.get(cid, []):
                 alt = re.sub(r"&\{i\}|[{}]", "", fig.get("title", fig["name"]))
                 w(f"![{md_escape(alt)}](figures/{fig['name']}.svg)\n")

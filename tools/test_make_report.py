@@ -357,6 +357,31 @@ def main():
         check_hostile_paths(tmp, args.gnuplot)
         check_full_disk(tmp, args.gnuplot)
         check_killed_run(tmp, args.gnuplot)
+
+        # U19 (U16 on recall) sits right after U17 whatever the claim numbers, with the judges' per-method means of both
+        # tasks side by side, copied from their tables (a method present in one table only gets a dash in the other).
+        side = os.path.join(tmp, "side")
+        os.makedirs(side)
+        means = {"vit_training_method_means.csv": ("test_accuracy_mean", {"exact": (0.8537, 0.8417, 0.8656)}),
+                 "recall_training_method_means.csv": ("query_accuracy_mean", {"exact": (0.9913, 0.98, 0.99999),
+                                                                              "no-attention-baseline": (0.0041, 0.0032, 0.005)})}
+        for name, (col, by_method) in means.items():
+            with open(os.path.join(side, name), "w") as f:
+                f.write(f"method,pairs,seeds,{col},lower95,upper95\n")
+                for m, (mean, lo, hi) in by_method.items():
+                    f.write(f"{m},32,3,{mean!r},{lo!r},{hi!r}\n")
+        with open(os.path.join(side, "claims.csv"), "w") as f:
+            f.write("id,source,verdict,metric,observed,threshold,evidence,note\n")
+            for cid in ("U17", "U18", "U19"):
+                f.write(f"{cid},002.txt,inconclusive,margin,-0.01,0,{os.path.join(side, 'claims.csv')},synthetic\n")
+        report = run_report(side, args.gnuplot)
+        order = [report.find(f"### {cid}\n") for cid in ("U17", "U19", "U18")]
+        check(-1 not in order and order == sorted(order), f"the sections are not U17, U19, U18 in that order: {order}")
+        u19 = report[report.find("### U19\n"):report.find("### U18\n")]
+        check("| exact | 0.8537 [0.8417, 0.8656], 3 seeds | 0.9913 [0.9800, 1.0000], 3 seeds |" in u19,
+              "the side-by-side table does not copy both judges' means and intervals under U19")
+        check("| no-attention-baseline | — | 0.0041 [0.0032, 0.0050], 3 seeds |" in u19,
+              "a method of one task only is not shown with a dash for the other")
     finally:
         if args.keep:
             print("kept", tmp)

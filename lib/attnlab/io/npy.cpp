@@ -1,4 +1,5 @@
-// NumPy .npy files: a strict reader and a writer for float32/float64 arrays of 1 to 4 dimensions.
+// NumPy .npy files: a strict reader and a writer for float32/float64 arrays of 1 to 4 dimensions (and a writer of
+// int32 ones).
 //
 // The format (numpy/lib/format.py, NEP 1): the magic "\x93NUMPY", a major and a minor
 // version byte, the header length (uint16 little-endian in 1.0, uint32 in 2.0 and 3.0),
@@ -42,7 +43,9 @@ constexpr std::size_t kGrowthAxisMaxDigits = 21;
   throw NpyError(escaped(name, true) + ": " + problem);
 }
 
-std::size_t item_size(NpyDtype t) { return t == NpyDtype::float32 ? 4 : 8; }
+std::size_t item_size(NpyDtype t) { return t == NpyDtype::float64 ? 8 : 4; }
+
+const char* descr_of(NpyDtype t) { return t == NpyDtype::float32 ? "<f4" : t == NpyDtype::float64 ? "<f8" : "<i4"; }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -401,7 +404,7 @@ std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {
   const bool fortran = options.fortran_order && !array.values.empty() && long_axes > 1;
 
   // The header exactly as numpy.lib.format._write_array_header and _wrap_header build it.
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}", array.dtype == NpyDtype::float32 ? "<f4" : "<f8",
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}", descr_of(array.dtype),
                                  fortran ? "True" : "False", shape_text(array.shape));
   dict.append(kGrowthAxisMaxDigits - fmt::formatted_size("{}", array.shape[fortran ? array.shape.size() - 1 : 0]), ' ');
   const std::size_t header_len_v1 = dict.size() + 1 + kArrayAlign - (10 + dict.size() + 1) % kArrayAlign;
@@ -430,6 +433,10 @@ std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {
       const auto f = static_cast<float>(v);
       if (!std::isfinite(f)) throw std::invalid_argument(fmt::format("format_npy: value {} overflows float32", v));
       bits = std::bit_cast<std::uint32_t>(f);
+    } else if (array.dtype == NpyDtype::int32) {
+      if (v != std::floor(v) || v < -2147483648.0 || v > 2147483647.0)
+        throw std::invalid_argument(fmt::format("format_npy: value {} is not an int32", v));
+      bits = std::bit_cast<std::uint32_t>(static_cast<std::int32_t>(v));
     } else {
       bits = std::bit_cast<std::uint64_t>(v);
     }

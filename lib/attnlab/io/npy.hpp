@@ -1,4 +1,4 @@
-// NumPy .npy files: read and write float32/float64 arrays of 1 to 4 dimensions.
+// NumPy .npy files: read and write float32/float64 arrays of 1 to 4 dimensions; write int32 ones.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,9 @@ struct NpyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class NpyDtype { float32, float64 };
+// int32 is for writing integer data other tools read (the recall task's test set: token ids and labels); the
+// reader takes floats only (every input of ours is a matrix of reals) and refuses it as any other dtype.
+enum class NpyDtype { float32, float64, int32 };
 
 // An array as read from or written to a file: its shape (1 to 4 dimensions, each >= 0),
 // the element type stored in the file, and the values in C (row-major) order whatever
@@ -36,7 +38,7 @@ struct NpyArray {
 // The largest number of dimensions we read or write (batch x heads x n x d).
 inline constexpr std::size_t kNpyMaxDims = 4;
 
-// Parses the bytes of an .npy file (format versions 1.0, 2.0 and 3.0; '<f4' or '<f8';
+// Parses the bytes of an .npy file (format versions 1.0, 2.0 and 3.0; '<f4', '<f8' or '<i4';
 // C or Fortran order; 1 to 4 dimensions). `name` is used in error messages. Every
 // value must be finite. Throws NpyError for anything else: bad magic, unknown version,
 // a malformed header, big-endian or non-float data, a shape whose size overflows, or
@@ -53,7 +55,7 @@ struct NpyWriteOptions {
 
 // The bytes of an .npy file holding `array` (values rounded to float when dtype is float32).
 // Throws std::invalid_argument for a shape of 0 or more than 4 dimensions, values that do
-// not match the shape, a non-finite value, or a version other than 0 to 3.
+// not match the shape, a non-finite value (int32: a value that is not an int32), or a version other than 0 to 3.
 std::string format_npy(const NpyArray& array, const NpyWriteOptions& options = {});
 
 // Writes format_npy(array) to `path` atomically (temporary file, then rename).
