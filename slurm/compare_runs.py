@@ -16,7 +16,8 @@ ISA of the build that made it (lib/attnlab/lab/build_isa.hpp: avx512, avx2, port
 Byte-identical means:
 - The same tables (*.csv) on both sides; every table byte for byte, except timing tables (*_timing.csv),
   whose header line must still match.
-- claims.csv: the same rows in the same order, every field equal once each side's directory is taken out
+- claims.csv and corrections.csv (the corrected statements' ledger, compared alike; either may be absent on
+  both sides): the same rows in the same order, every field equal once each side's directory is taken out
   of the evidence and note (the ledger names a table by its path), except for the claims listed in
   slurm/timing_claims.txt: their verdict, observed value and note come from measured times, so only
   their other fields are compared; and except for the note of a row whose note cites a timing table
@@ -57,8 +58,14 @@ def timing_claims():
     return ids
 
 
-def read_claims(directory):
-    with open(os.path.join(directory, "claims.csv"), encoding="utf-8", newline="") as f:
+LEDGERS = ("claims.csv", "corrections.csv")
+
+
+def read_claims(directory, ledger="claims.csv"):
+    path = os.path.join(directory, ledger)
+    if not os.path.exists(path):
+        return None, []
+    with open(path, encoding="utf-8", newline="") as f:
         text = f.read()
     # Both spellings the ledger may use for the directory (relative to the repository or absolute).
     for prefix in {ledger_path(directory), os.path.realpath(directory)}:
@@ -102,8 +109,8 @@ def main(argv):
     print(f"compare_runs.py: {case}")
     problems = []
     digits = []  # tables that differ between ISAs: expected, listed
-    tables_w = sorted(f for f in os.listdir(whole) if f.endswith(".csv") and f != "claims.csv")
-    tables_m = sorted(f for f in os.listdir(merged) if f.endswith(".csv") and f != "claims.csv")
+    tables_w = sorted(f for f in os.listdir(whole) if f.endswith(".csv") and f not in LEDGERS)
+    tables_m = sorted(f for f in os.listdir(merged) if f.endswith(".csv") and f not in LEDGERS)
     for f in sorted(set(tables_w) ^ set(tables_m)):
         problems.append(f"{f}: only in {whole if f in tables_w else merged}")
     same, timing = 0, 0
@@ -118,30 +125,63 @@ def main(argv):
             (problems if same_isa else digits).append(f"{f}: differs ({len(a)} bytes in {whole}, {len(b)} in {merged})")
         else:
             same += 1
-    header_w, rows_w = read_claims(whole)
-    header_m, rows_m = read_claims(merged)
-    if header_w != header_m:
-        problems.append("claims.csv: the headers differ")
     loose = timing_claims()
+    counts = {}  # ledger -> (rows, strict, notes_timed)
+    for ledger in LEDGERS:
+        counts[ledger] = compare_ledger(ledger, whole, merged, same_isa, loose, problems)
+    if not os.path.isfile(os.path.join(merged, "REPORT.md")):
+        problems.append(f"{merged}/REPORT.md missing")
+    for p in problems:
+        print(p)
+    if problems:
+        return 1
+    ledgers = "; ".join(f"{ledger}'s {rows} rows ({strict} with the same verdict, {rows - strict} timing claims equal or inconclusive on one side)"
+                        if not same_isa else
+                        f"{ledger}'s {rows} rows ({strict - timed} whole, {timed} without a note that cites timings, "
+                        f"{rows - strict} timing claims without observed/note, their verdicts equal or inconclusive on one side)"
+                        for ledger, (rows, strict, timed) in counts.items())
+    if not same_isa:
+        for d in digits:
+            print(f"(expected between ISAs) {d}")
+        print(f"same verdicts: {ledgers}; {same} tables byte for byte, {len(digits)} differing in digits, {timing} timing "
+              "tables by header")
+        return 0
+    print(f"equal: {same} tables byte for byte, {timing} timing tables by header, {ledgers}")
+    return 0
+
+
+def compare_ledger(ledger, whole, merged, same_isa, loose, problems):
+    """Compares one ledger of the two directories (rules in the docstring above), appending to problems; returns
+    (rows, rows compared strictly, rows compared without their note)."""
+    header_w, rows_w = read_claims(whole, ledger)
+    header_m, rows_m = read_claims(merged, ledger)
+    if header_w != header_m:
+        problems.append(f"{ledger}: the headers differ" if header_w and header_m else
+                        f"{ledger}: only in {whole if header_w else merged}")
+        return 0, 0, 0
+    if header_w is None:
+        return 0, 0, 0
     cols = {name: k for k, name in enumerate(header_w)}
     skip = {cols[c] for c in ("verdict", "observed", "note") if c in cols}
     notes_timed = 0
     ids_w = [r[0] for r in rows_w]
     ids_m = [r[0] for r in rows_m]
+    # A correction of a timing claim ("R7.c") comes from timings as much as the claim does.
+    is_loose = lambda cid: cid in loose or cid.split(".")[0] in loose
     if ids_w != ids_m:
-        problems.append(f"claims.csv: different rows: {ids_w} against {ids_m}")
+        problems.append(f"{ledger}: different rows: {ids_w} against {ids_m}")
     elif not same_isa:
         verdict = cols.get("verdict")
         for a, b in zip(rows_w, rows_m):
-            if verdict is not None and (contradict(a[verdict], b[verdict]) if a[0] in loose else a[verdict] != b[verdict]):
-                problems.append(f"claims.csv: row {a[0]}: verdict {a[verdict]} in {whole}, {b[verdict]} in {merged}")
+            if verdict is not None and (contradict(a[verdict], b[verdict]) if is_loose(a[0]) else a[verdict] != b[verdict]):
+                problems.append(f"{ledger}: row {a[0]}: verdict {a[verdict]} in {whole}, {b[verdict]} in {merged}")
     else:
         note, verdict = cols.get("note"), cols.get("verdict")
         for a, b in zip(rows_w, rows_m):
-            if a[0] in loose and verdict is not None and contradict(a[verdict], b[verdict]):
-                problems.append(f"claims.csv: timing claim {a[0]}: verdict {a[verdict]} in {whole}, {b[verdict]} in {merged}, "
+            if is_loose(a[0]) and verdict is not None and contradict(a[verdict], b[verdict]):
+                problems.append(f"{ledger}: timing claim {a[0]}: verdict {a[verdict]} in {whole}, {b[verdict]} in {merged}, "
                                 "two different decided verdicts")
-            if a[0] in loose:
+            if is_loose(a[0]):
                 a = [x for k, x in enumerate(a) if k not in skip]
                 b = [x for k, x in enumerate(b) if k not in skip]
             elif note is not None and ("_timing.csv" in a[note] or "time ~" in a[note]):
@@ -149,26 +189,8 @@ def main(argv):
                 a = [x for k, x in enumerate(a) if k != note]
                 b = [x for k, x in enumerate(b) if k != note]
             if a != b:
-                problems.append(f"claims.csv: row {a[0]} differs:\n  {a}\n  {b}")
-    if not os.path.isfile(os.path.join(merged, "REPORT.md")):
-        problems.append(f"{merged}/REPORT.md missing")
-    for p in problems:
-        print(p)
-    if problems:
-        return 1
-    strict = sum(1 for r in ids_w if r not in loose)
-    if not same_isa:
-        for d in digits:
-            print(f"(expected between ISAs) {d}")
-        print(f"same verdicts: claims.csv's {len(ids_w)} rows ({strict} with the same verdict, {len(ids_w) - strict} "
-              f"timing claims equal or inconclusive on one side); {same} tables byte for byte, {len(digits)} differing in digits, "
-              f"{timing} timing tables by header")
-        return 0
-    print(f"equal: {same} tables byte for byte, {timing} timing tables by header, claims.csv's {len(ids_w)} rows "
-          f"({strict - notes_timed} whole, {notes_timed} without a note that cites timings, "
-          f"{len(ids_w) - strict} timing claims without observed/note, their verdicts equal or inconclusive on one side)")
-    return 0
-
+                problems.append(f"{ledger}: row {a[0]} differs:\n  {a}\n  {b}")
+    return len(ids_w), sum(1 for r in ids_w if not is_loose(r)), notes_timed
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -272,6 +272,7 @@ cmd_finish() {
   done <"$run/plan.tsv"
   # The ledger names its evidence in RUN/merged (where the stage is renamed to) before the report quotes it.
   rewrite_dir "$stage/claims.csv" "$stage" "$run/merged"
+  rewrite_dir "$stage/corrections.csv" "$stage" "$run/merged"
   make_report "$stage" "$run/logs/report.log"
   # The run record: every task's time, host and threads, the sessions' wall time, the build's vector ISA.
   python3 "$root/tools/run_record.py" sharded "$run" --finish-seconds "$((SECONDS - start))" --out "$stage/RUNS.md" \
@@ -291,6 +292,7 @@ cmd_publish() {
   cp -rp "$run/merged/." "$stage/"
   rm -f "$stage"/*.merged.json
   rewrite_dir "$stage/claims.csv" "$run/merged" "$out"
+  rewrite_dir "$stage/corrections.csv" "$run/merged" "$out"
   # The report quotes the ledger's notes, evidence paths included: made again from the rewritten ledger.
   make_report "$stage" "$run/logs/publish_report.log"
   shopt -s nullglob

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks the quick-mode report (issue 5): runs every experiment with --quick into a temporary directory, writes
-the report there, and asserts that every ledger id appears, every referenced figure exists and is an SVG, and
-no claim other than an `untested` one lacks evidence.
+"""Checks the quick-mode report: runs every experiment with --quick into a temporary directory, writes the report
+there, and asserts that every ledger id appears, every corrected statement appears beside its claim (and every
+statement defined in lib/attnlab/lab/corrections.tsv was judged), every referenced figure exists and is an SVG,
+no claim other than an `untested` one lacks evidence, and no line of REPORT.md is longer than a reader can scan.
 
 usage: tools/check_report.py BIN_DIR [--seed N] [--threads N] [--keep]
 """
@@ -19,6 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from verdicts import read_verdicts  # noqa: E402 (tools/verdicts.py, beside this script)
 
 VERDICTS = {v for v, _ in read_verdicts()}
+MAX_LINE = 300  # characters: a line longer than this is not scanned, it is scrolled
 
 
 def check(results, bin_dir):
@@ -64,6 +66,35 @@ def check(results, bin_dir):
             problems.append(f"{cid}: evidence '{ev}' does not exist")
         elif os.path.dirname(os.path.realpath(ev if os.path.isabs(ev) else os.path.join(REPO, ev))) != os.path.realpath(results):
             problems.append(f"{cid}: evidence '{ev}' lies outside {results}")
+    # The corrected statements: each in the summary row of its claim and in a section right under the claim's,
+    # and every statement the definitions hold was judged by the run.
+    corrections = []
+    if os.path.exists(os.path.join(results, "corrections.csv")):
+        with open(os.path.join(results, "corrections.csv"), newline="") as f:
+            corrections = list(csv.DictReader(f))
+    claim_ids = {row["id"] for row in ledger}
+    for row in corrections:
+        cid, base = row["id"], row.get("corrects", "")
+        if base not in claim_ids:
+            problems.append(f"{cid}: corrects '{base}', which is not in the ledger")
+        if row["verdict"] not in VERDICTS:
+            problems.append(f"{cid}: verdict '{row['verdict']}' is not one of {sorted(VERDICTS)}")
+        if not re.search(rf"^\| \[{re.escape(base)}\]\(#.*\[{re.escape(cid)}\]\(#", report, re.M):
+            problems.append(f"{cid}: not in its claim's summary row")
+        section = re.search(rf"^### {re.escape(base)}$(.*?)^#### {re.escape(cid)}$", report, re.M | re.S)
+        if not section or re.search(r"^###? ", section.group(1), re.M):
+            problems.append(f"{cid}: no section right under {base}'s")
+        if row["verdict"] != "untested" and not row.get("evidence"):
+            problems.append(f"{cid}: {row['verdict']} but no evidence recorded")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_report
+    judged = {row["id"] for row in corrections}
+    for cid in make_report.read_correction_definitions():
+        if cid.split(".")[0] in claim_ids and cid not in judged:
+            problems.append(f"{cid}: defined in lib/attnlab/lab/corrections.tsv, but the run judged no such statement")
+    for number, line in enumerate(report.splitlines(), 1):
+        if len(line) > MAX_LINE:
+            problems.append(f"REPORT.md line {number}: {len(line)} characters (at most {MAX_LINE}): {line[:60]}…")
     if "Evidence: **missing**" in report:
         problems.append("the report marks some evidence as missing")
 

@@ -135,9 +135,10 @@ def resolve_evidence(path, results):
     return None
 
 
-def describe_table(rows):
-    """What was measured on which inputs: row count, the values of input-like columns (text, or few distinct
-    values), and the range of every other column."""
+def describe_table(rows, limit=300):
+    """What was measured on which inputs, in at most about `limit` characters: the row count, the values of input-like
+    columns (text, or few distinct values: the first few and how many), and the range of every other column; what
+    does not fit is counted, the table itself has it all."""
     if not rows:
         return "an empty table"
     inputs, measured = [], []
@@ -147,13 +148,26 @@ def describe_table(rows):
         distinct = sorted(set(vals), key=lambda v: (as_float(v) is None, as_float(v) or 0, v))
         fin = [x for x in nums if x is not None]
         if len(fin) < len(nums) / 2 or len(distinct) <= 8:
-            shown = ", ".join(distinct[:10]) + (", …" if len(distinct) > 10 else "")
-            inputs.append(f"`{col}` ∈ {{{shown}}}")
+            if len(distinct) <= 4 and all(len(v) <= 24 for v in distinct):
+                inputs.append(f"`{col}` ∈ {{{', '.join(distinct)}}}")
+            else:  # long or many text values (method descriptions, paths): how many, and the first
+                first = distinct[0] if len(distinct[0]) <= 24 else distinct[0][:21] + "…"
+                inputs.append(f"`{col}`: {len(distinct)} values ({first}, …)")
         else:  # a measured number; columns allowed to hold nan/inf say how often they did
             odd = len(nums) - len(fin)
             measured.append(f"`{col}` {fmt_num(min(fin))} … {fmt_num(max(fin))}" + (f" ({odd} non-finite)" if odd else ""))
-    text = f"{len(rows)} rows over " + ("; ".join(inputs) if inputs else "no categorical inputs")
-    return text + (". Ranges: " + "; ".join(measured) if measured else "")
+    head = f"{len(rows)} rows over "
+    text, shown = head, 0
+    parts = inputs + ([". Ranges: "] if measured else []) + measured
+    for part in parts:
+        sep = "" if shown == 0 or part == ". Ranges: " or (shown and parts[shown - 1] == ". Ranges: ") else "; "
+        if len(text) + len(sep) + len(part) > limit - 40:
+            break
+        text += sep + part
+        shown += 1
+    if shown < len(parts):
+        text += f"; {len([q for q in parts[shown:] if q != '. Ranges: '])} more columns in the table"
+    return text
 
 
 # ---------------------------------------------------------------- figures
@@ -588,6 +602,95 @@ READING = """\
 """
 
 
+CORRECTIONS_TSV = os.path.join(REPO, "lib", "attnlab", "lab", "corrections.tsv")
+
+
+def read_correction_definitions(path=CORRECTIONS_TSV):
+    """{id: {basis, threshold, metric, statement}} of lib/attnlab/lab/corrections.tsv, the corrected statements'
+    one definition (the C++ judges read the same file); {} when it is not there."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if len(fields) != 5:
+                raise ValueError(f"{path}:{number}: {len(fields)} tab-separated fields, not 5")
+            cid, basis, threshold, metric, statement = fields
+            out[cid] = {"basis": basis, "threshold": threshold, "metric": metric, "statement": statement}
+    return out
+
+
+def correction_id(cid):
+    """The corrected statement's id of claim cid (lib/attnlab/io/ledger.hpp: correction_id)."""
+    return cid + ".c"
+
+
+def anchor(heading):
+    """GitHub's anchor of a heading (tools/check_docs.py's slug): lower case, punctuation but - and _ dropped."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def shorten(text, limit):
+    """text cut at a word boundary to at most limit characters, with an ellipsis when cut."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def para(text, width=160):
+    """A Markdown paragraph wrapped at about `width` characters (a reader's editor and a diff keep lines short; Markdown
+    joins them), never inside a word, a link or a code span."""
+    words, line, lines = re.findall(r"\[[^\]]*\]\([^)]*\)\S*|`[^`]*`\S*|\S+", text), "", []
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def evidence_line(row, results, table, rel):
+    """'Evidence [`file`](file): <what it holds, in at most about 300 characters>.' or what is missing."""
+    ev = resolve_evidence(row["evidence"], results)
+    if ev:
+        return para(f"Evidence [`{os.path.basename(ev)}`]({rel(ev)}): {describe_table(table(ev))}.")
+    if row["verdict"] != "untested":
+        return f"Evidence: **missing** (`{row['evidence'] or 'none recorded'}`).\n"
+    return ""
+
+
+def data_says(rows, corrections, definitions):
+    """Two or three sentences on one source document's claims, from the ledgers alone: how they fared, and for those
+    that fail or hold only under a condition, what the corrected statements' confirming runs found."""
+    counts = [(v, sum(1 for r in rows if r["verdict"] == v)) for v in VERDICT_ORDER]
+    text = f"Of its {len(rows)} claims, " + ", ".join(f"{n} {v}" for v, n in counts if n) + "."
+    open_ids = [r["id"] for r in rows if r["verdict"] in ("fails", "conditional", "inconclusive")]
+    fixed = [corrections[correction_id(i)] for i in open_ids if correction_id(i) in corrections]
+    if not open_ids:
+        return text + " Nothing here needs a corrected statement."
+    held = [c for c in fixed if c["verdict"] == "holds"]
+    other = [c for c in fixed if c["verdict"] != "holds"]
+    missing = [i for i in open_ids if correction_id(i) not in corrections]
+    if held:
+        text += (f" What holds instead, each confirmed on a run of its own: " +
+                 "; ".join(f"{c['id']}, {md_escape(shorten(definitions.get(c['id'], {}).get('statement', c['metric']), 110))}"
+                           for c in held) + ".")
+    if other:
+        text += " Not confirmed: " + ", ".join(f"{c['id']} ({c['verdict']})" for c in other) + "."
+    if missing:
+        text += " No corrected statement yet for " + ", ".join(missing) + "."
+    return text
+
+
 def md_escape(s):
     """Plain text for a Markdown table cell or paragraph: the math in claims and metrics (W_Q, Z*, <=, |x|)
     must not turn into emphasis, HTML or cell breaks."""
@@ -631,7 +734,7 @@ def run_set_problems(results, ledger):
         elif changed:
             problems.append(f"{experiment}: {', '.join(changed)} not as run {stamp.get('run')} wrote them")
     for experiment in sorted({row.get("experiment", "") for row in ledger} - stamped):
-        problems.append(f"{experiment}: rows in claims.csv, but no {experiment}.run.json")
+        problems.append(f"{experiment}: rows in the ledger, but no {experiment}.run.json")
     return problems
 
 
@@ -688,18 +791,23 @@ def main():
     ledger_path = os.path.join(results, "claims.csv")
     # The run stamps first: a run killed before it wrote the ledger is named as such, not as a missing file.
     ledger = read_csv(ledger_path) if os.path.exists(ledger_path) else []
-    for number, row in enumerate(ledger, 2):
-        short = [c for c in ("id", "source", "verdict") if not row.get(c)]
-        if short or None in row:
-            sys.exit(f"make_report: {printable(ledger_path)} line {number}: not a ledger row "
-                     f"({'no ' + ', '.join(short) if short else 'more cells than columns'})")
-    problems = run_set_problems(results, ledger)
+    corrections_path = os.path.join(results, "corrections.csv")
+    correction_rows = read_csv(corrections_path) if os.path.exists(corrections_path) else []
+    for path, rows in ((ledger_path, ledger), (corrections_path, correction_rows)):
+        for number, row in enumerate(rows, 2):
+            short = [c for c in ("id", "source", "verdict") if not row.get(c)]
+            if short or None in row:
+                sys.exit(f"make_report: {printable(path)} line {number}: not a ledger row "
+                         f"({'no ' + ', '.join(short) if short else 'more cells than columns'})")
+    problems = run_set_problems(results, ledger + correction_rows)
     if problems:
         sys.exit(f"make_report: {printable(results)}: not one finished run per experiment: {printable('; '.join(problems))}")
     if not os.path.exists(ledger_path):
         sys.exit(f"make_report: {printable(ledger_path)} not found (no experiment has written its verdicts there)")
     if not shutil.which(args.gnuplot):
         sys.exit(f"make_report: {args.gnuplot} not found (Debian package gnuplot-nox; `make deps`)")
+    corrections = {r["id"]: r for r in correction_rows}
+    definitions = read_correction_definitions()
     spec = json.load(open(args.spec)) if os.path.exists(args.spec) else {}
     catalogue, titles, seed_order = parse_catalogue(args.claims_md)
     fig_dir = os.path.join(results, "figures")
@@ -770,16 +878,30 @@ def main():
     for k, v in run_context(args):
         w(f"| {k} | {str(v).replace('|', chr(92) + '|')} |")
     counts = {v: sum(1 for r in ledger if r["verdict"] == v) for v in VERDICT_ORDER}
-    w("\n" + f"**{len(ledger)} claims measured:** " + ", ".join(f"{counts[v]} {v}" for v in VERDICT_ORDER) + ".\n")
+    w("\n" + f"**{len(ledger)} claims measured:** " + ", ".join(f"{counts[v]} {v}" for v in VERDICT_ORDER) + "." +
+      (f" **{len(corrections)} corrected statements**, each judged on a confirming run of its own: " +
+       ", ".join(f"{n} {v}" for v, n in ((v, sum(1 for c in corrections.values() if c['verdict'] == v)) for v in VERDICT_ORDER) if n)
+       + "." if corrections else "") + "\n")
+
+    sources = list(seed_order) + sorted({r["source"] for r in ledger} - set(seed_order))
+    w("## What the data says\n")
+    w(para("Generated from the ledgers, never typed: for each source document, how its claims fared and what holds where "
+           "they do not (the corrected statements, each confirmed or refuted on data that did not suggest it)."))
+    for src in sources:
+        rows = [r for r in ledger if r["source"] == src]
+        if rows:
+            title = md_escape(titles.get(src, src))
+            w(para(f"**{title if title.endswith(('?', '.')) else title + '.'}** " + data_says(rows, corrections, definitions)))
 
     w("## Summary\n")
-    w("| id | claim | verdict | metric | observed | threshold | evidence |\n|---|---|---|---|---|---|---|")
+    w("The claim and the metric are cut to their first words here; each claim's section has them whole.\n")
+    w("| id | claim | verdict | metric | observed | threshold | corrected statement |\n|---|---|---|---|---|---|---|")
     for r in ledger:
         stmt = catalogue.get(r["id"], (r["metric"],))[0]
-        ev = resolve_evidence(r["evidence"], results)
-        link = f"[{os.path.basename(ev)}]({rel(ev)})" if ev else ("—" if not r["evidence"] else f"missing: `{r['evidence']}`")
-        w(f"| [{r['id']}](#{r['id'].lower()}) | {md_escape(stmt)} | **{r['verdict']}** | {md_escape(r['metric'])} | "
-          f"{fmt_num(r['observed'])} | {fmt_num(r['threshold'])} | {link} |")
+        c = corrections.get(correction_id(r["id"]))
+        fix = f"[{c['id']}](#{anchor(c['id'])}) **{c['verdict']}**" if c else "—"
+        w(f"| [{r['id']}](#{anchor(r['id'])}) | {md_escape(shorten(stmt, 80))} | **{r['verdict']}** | "
+          f"{md_escape(shorten(r['metric'], 70))} | {fmt_num(r['observed'])} | {fmt_num(r['threshold'])} | {fix} |")
     pending = [cid for cid in catalogue if cid not in by_id]  # catalogue order
     if pending:
         w("\nIn the catalogue but not measured in this run: " + ", ".join(pending) + ".")
@@ -787,7 +909,6 @@ def main():
     w(METHOD)
     w(READING)
 
-    sources = list(seed_order) + sorted({r["source"] for r in ledger} - set(seed_order))
     for src in sources:
         rows = [r for r in ledger if r["source"] == src]
         if not rows:
@@ -798,35 +919,42 @@ def main():
             cid = r["id"]
             stmt, measure = catalogue.get(cid, (r["metric"], ""))[:2]
             w(f"### {cid}\n")
-            w(f"**Claim.** {md_escape(stmt)}\n")
-            ev = resolve_evidence(r["evidence"], results)
+            w(para(f"**Claim.** {md_escape(stmt)}"))
             what = f"**Measured.** {md_escape(r['metric'])}"
             if measure:
                 what += f" (catalogue: {md_escape(measure)})"
-            w(what + ".")
-            if ev:
-                w(f"Evidence [`{os.path.basename(ev)}`]({rel(ev)}): {describe_table(table(ev))}.\n")
-            elif r["verdict"] != "untested":
-                w(f"Evidence: **missing** (`{r['evidence'] or 'none recorded'}`).\n")
-            else:
-                w("")
+            w(para(what + "."))
+            w(evidence_line(r, results, table, rel))
             why = f"**Verdict: {r['verdict']}.** Observed {fmt_num(r['observed'])} against threshold {fmt_num(r['threshold'])}."
             if r.get("note"):
                 why += " " + md_escape(r["note"].strip())
-            w(why + "\n")
+            w(para(why))
             for spec_table in spec.get("tables", []):
                 if cid in spec_table.get("claims", []):
                     w(side_table(spec_table, results, table))
+            c = corrections.get(correction_id(cid))
+            if c:
+                d = definitions.get(c["id"], {})
+                w(f"#### {c['id']}\n")
+                w(para(f"**Corrected statement** ({d.get('basis', 'not in lib/attnlab/lab/corrections.tsv')}). "
+                       f"{md_escape(d.get('statement', c['metric']))}"))
+                w(para(f"**Measured.** {md_escape(c['metric'])}, on a confirming run of its own."))
+                w(evidence_line(c, results, table, rel))
+                why = (f"**Verdict: {c['verdict']}.** Observed {fmt_num(c['observed'])} against threshold "
+                       f"{fmt_num(c['threshold'])}.")
+                if c.get("note"):
+                    why += " " + md_escape(c["note"].strip())
+                w(para(why))
             for fig, notes in figs_for.get(cid, []):
                 alt = re.sub(r"&\{i\}|[{}]", "", fig.get("title", fig["name"]))
                 w(f"![{md_escape(alt)}](figures/{fig['name']}.svg)\n")
                 if fig.get("caption") or notes:
-                    w("*" + md_escape(" ".join([fig.get("caption", "")] + [n + "." for n in notes]).strip()) + "*\n")
+                    w(para("*" + md_escape(" ".join([fig.get("caption", "")] + [n + "." for n in notes]).strip()) + "*"))
             exes = [r["experiment"]] if r.get("experiment") else []  # provenance: the row names its writer
             if exes:
-                w("**Reproduce:** " + ", ".join(f"`build/bin/{e}{seed_flag}{quick_flag} --out results`" for e in exes)
-                  + " (after `make build`), then `python3 tools/make_report.py --results results"
-                  + f"{seed_flag}{quick_flag}`.\n")
+                w(para("**Reproduce:** " + ", ".join(f"`build/bin/{e}{seed_flag}{quick_flag} --out results`" for e in exes)
+                       + " (after `make build`), then `python3 tools/make_report.py --results results"
+                       + f"{seed_flag}{quick_flag}`."))
     if skipped:
         w("## Figures not drawn\n")
         w("Figure specs in `tools/report_figures.json` whose data this run did not provide:\n")

@@ -35,10 +35,10 @@ done
 rm -f "$stage/.stderr"
 # The experiments recorded their evidence paths inside the staging directory; after the swap those files live
 # under OUT_DIR, which sits beside it, so the ledger names OUT_DIR instead (relative and absolute paths alike).
-if [ -f "$stage/claims.csv" ]; then
-  stage_name=$(basename "$stage")
-  sed -i "s#${stage_name//./\\.}/#$(basename "$out")/#g" "$stage/claims.csv"
-fi
+stage_name=$(basename "$stage")
+for ledger in claims.csv corrections.csv; do
+  [ -f "$stage/$ledger" ] && sed -i "s#${stage_name//./\\.}/#$(basename "$out")/#g" "$stage/$ledger"
+done
 # With REPORT=1 the report (REPORT.md, figures/) is written into the staging directory too, before the swap,
 # so a failed report also leaves the previous results whole. It gets the run's seed, threads and --quick.
 if [ "${REPORT:-0}" = 1 ]; then

@@ -107,7 +107,7 @@ def check_run_stamps(tmp):
         f.write(b"2,random\n")
     check(any("t.csv not as run h-1-2 wrote them" in p for p in make_report.run_set_problems(d, ledger)),
           "a table changed after its run passed")
-    check(any("exp_b: rows in claims.csv" in p for p in make_report.run_set_problems(d, ledger + [{"experiment": "exp_b"}])),
+    check(any("exp_b: rows in the ledger" in p for p in make_report.run_set_problems(d, ledger + [{"experiment": "exp_b"}])),
           "ledger rows of an unstamped experiment passed")
 
 

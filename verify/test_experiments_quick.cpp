@@ -6,6 +6,7 @@
 
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/shard_stamp.hpp"
 #include "support.hpp"
 
@@ -29,7 +30,7 @@ void check_tables(const ScratchDir& dir) {
   for (const auto& f : dir.files()) {
     INFO("file: " << f);
     // The quick marker, the ledger writers' lock file, and the run's stamp (finished: its tables as written).
-    if (f == ".attnlab-quick" || f == ".claims.csv.lock") continue;
+    if (f == ".attnlab-quick" || f == ".claims.csv.lock" || f == ".corrections.csv.lock") continue;
     if (f.ends_with(".run.json")) {
       CHECK(read_stamp(dir.path() / f).finished);
       continue;
@@ -38,7 +39,7 @@ void check_tables(const ScratchDir& dir) {
     const auto rows = read_csv_file(dir.path() / f);
     REQUIRE(rows.size() >= 2);
     for (const auto& r : rows) CHECK(r.size() == rows[0].size());
-    if (f == "claims.csv") continue;
+    if (f == kClaimsFile || f == kCorrectionsFile) continue;
     CHECK(rows[0].back() == "inputs");
     const std::string inputs = f.starts_with("vit_training") || f.starts_with("trained_growth") ? "fashion-mnist"
                                : f.starts_with("recall_")                                      ? "recall"
@@ -78,11 +79,31 @@ TEST_CASE("experiment quick run: schema, ledger and reproducibility across threa
     }
   }
 
+  // The corrected statements this experiment judges: each defined in corrections.tsv, correcting one of the claims
+  // it just judged, printed, with evidence from the confirming run (a table of its own, *_confirm.csv).
+  std::set<std::string> judged, corrected;
+  for (const auto& row : ledger) judged.insert(row.id);
+  for (const auto& row : read_ledger(one.path() / kCorrectionsFile)) {
+    corrected.insert(row.id);
+    INFO("correction " << row.id);
+    CHECK(row.experiment == name);
+    CHECK(judged.count(row.corrects) == 1);
+    CHECK_NOTHROW(correction_definition(row.id));
+    CHECK(r1.output.find(row.id + " (corrects " + row.corrects + "): " + to_string(row.verdict) + " (") != std::string::npos);
+    if (row.verdict != Verdict::untested) {
+      CHECK(std::filesystem::exists(row.evidence));
+      CHECK(row.evidence.find("_confirm") != std::string::npos);
+    }
+  }
+  // Every statement defined for a claim this experiment judges was judged.
+  for (const auto& c : correction_definitions())
+    if (judged.count(c.corrects) == 1) CHECK_MESSAGE(corrected.count(c.id) == 1, c.id << " is defined but was not judged");
+
   // Same seed and build: identical accuracy tables, whatever the thread count.
   REQUIRE(one.files() == two.files());
   for (const auto& f : one.files()) {
     // Timings vary; the ledger cites its own paths; a run stamp names its run.
-    if (is_timing_table(f) || f == "claims.csv" || f.ends_with(".run.json")) continue;
+    if (is_timing_table(f) || f == kClaimsFile || f == kCorrectionsFile || f.ends_with(".run.json")) continue;
     INFO("table: " << f);
     CHECK(attnlab::testing::read_text(one.path() / f) == attnlab::testing::read_text(two.path() / f));
   }

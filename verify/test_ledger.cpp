@@ -127,3 +127,44 @@ TEST_CASE("bug: concurrent updates of one ledger lost rows (read, add, rename ra
   for (auto& t : writers) t.join();
   CHECK(read_ledger(ledger).size() == static_cast<std::size_t>(kWriters * kUpdates));
 }
+
+TEST_CASE("corrected statements go to a second ledger, corrections.csv, with a corrects column") {
+  ScratchDir dir;
+  const auto file = dir.path() / kCorrectionsFile;
+  ClaimRow a = row("R5.c", Verdict::holds, 2), b = row("R10.c", Verdict::fails, 3), c = row("R4.c", Verdict::holds, 0);
+  a.corrects = "R5";
+  b.corrects = "R10";
+  c.corrects = "R4";
+  merge_into_ledger(file, {a, b});
+  merge_into_ledger(file, {c});
+  CHECK(attnlab::testing::read_text(file) ==
+        "id,source,verdict,metric,observed,threshold,evidence,note,experiment,corrects\n"
+        "R4.c,000_b0b7043ddc03e9e4.txt,holds,metric,0,1,results/x.csv,,exp_x,R4\n"
+        "R5.c,000_b0b7043ddc03e9e4.txt,holds,metric,2,1,results/x.csv,,exp_x,R5\n"
+        "R10.c,000_b0b7043ddc03e9e4.txt,fails,metric,3,1,results/x.csv,,exp_x,R10\n");
+  const auto rows = read_ledger(file);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[1].id == "R5.c");
+  CHECK(rows[1].corrects == "R5");
+  // The claims' ledger keeps its nine columns, and reads back with no `corrects`.
+  merge_into_ledger(dir.path() / kClaimsFile, {row("R5", Verdict::conditional, 2, "only when y")});
+  CHECK(read_ledger(dir.path() / kClaimsFile).front().corrects.empty());
+}
+
+TEST_CASE("a corrected statement's rules: named <claim>.c, never mixed with claims, never in the claims' ledger") {
+  ScratchDir dir;
+  ClaimRow wrong_id = row("R5.fix", Verdict::holds, 1);
+  wrong_id.corrects = "R5";
+  CHECK_THROWS_AS(merge_into_ledger(dir.path() / kCorrectionsFile, {wrong_id}), std::invalid_argument);
+  ClaimRow fine = row("R5.c", Verdict::holds, 1);
+  fine.corrects = "R5";
+  CHECK_THROWS_AS(merge_into_ledger(dir.path() / kCorrectionsFile, {fine, row("R6", Verdict::holds, 1)}), std::invalid_argument);
+  merge_into_ledger(dir.path() / kClaimsFile, {row("R6", Verdict::holds, 1)});
+  CHECK_THROWS_AS(merge_into_ledger(dir.path() / kClaimsFile, {fine}), std::invalid_argument);
+  CHECK(read_ledger(dir.path() / kClaimsFile).size() == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.path() / kCorrectionsFile));
+  CHECK(correction_id("U17") == "U17.c");
+  CHECK(claim_id_less("R5", "R5.c"));
+  CHECK(claim_id_less("R5.c", "R6"));
+  CHECK(claim_id_less("R9.c", "R10"));
+}

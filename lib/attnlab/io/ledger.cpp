@@ -43,14 +43,17 @@ std::string claim_source(const std::string& id) {
   throw std::invalid_argument("claim id '" + id + "': its letter names no source document (lib/attnlab/io/claim_sources.tsv)");
 }
 
+std::string correction_id(const std::string& id) { return id + ".c"; }
+
 bool claim_id_less(const std::string& a, const std::string& b) {
+  // (letters, number, rest): "R5.c" is R, 5, ".c"; an id without a number sorts first among its letter's.
   auto split = [](const std::string& id) {
     std::size_t i = 0;
     while (i < id.size() && !std::isdigit(static_cast<unsigned char>(id[i]))) ++i;
-    const std::string digits = id.substr(i);
-    const bool numeric = !digits.empty() && std::all_of(digits.begin(), digits.end(),
-                                                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    return std::make_tuple(id.substr(0, i), numeric ? std::stoll(digits) : -1LL, digits);
+    std::size_t j = i;
+    while (j < id.size() && std::isdigit(static_cast<unsigned char>(id[j]))) ++j;
+    const bool numeric = j > i && j - i <= 18;
+    return std::make_tuple(id.substr(0, i), numeric ? std::stoll(id.substr(i, j - i)) : -1LL, id.substr(j));
   };
   return split(a) < split(b);
 }
@@ -69,6 +72,8 @@ std::optional<double> parse_optional_number(const std::string& s, const std::str
 void validate(const ClaimRow& r) {
   if (r.id.empty()) throw std::invalid_argument("ledger: a row has an empty id");
   claim_source(r.id);  // throws for an id that names no source document
+  if (!r.corrects.empty() && r.id != correction_id(r.corrects))
+    throw std::invalid_argument("ledger: correction " + r.id + " of " + r.corrects + " must be called " + correction_id(r.corrects));
   const bool untested = r.verdict == Verdict::untested;
   if (!untested && r.evidence.empty())
     throw std::invalid_argument("ledger: " + r.id + " has a measured verdict but no evidence file");
@@ -91,20 +96,24 @@ std::vector<ClaimRow> read_ledger(const std::filesystem::path& ledger_file) {
   if (rows.empty()) return {};
   std::string header;
   for (std::size_t i = 0; i < rows[0].size(); ++i) header += (i ? "," : "") + rows[0][i];
-  if (header != kLedgerHeader)
-    throw std::runtime_error(ledger_file.string() + ": header is not '" + kLedgerHeader + "'");
+  const bool corrections = header == kCorrectionsHeader;
+  if (header != kLedgerHeader && !corrections)
+    throw std::runtime_error(ledger_file.string() + ": header is neither '" + kLedgerHeader + "' nor '" + kCorrectionsHeader + "'");
+  const std::size_t fields = corrections ? 10 : 9;
   std::vector<ClaimRow> out;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const auto& f = rows[i];
-    if (f.size() != 9)
+    if (f.size() != fields)
       throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + " has " +
-                               std::to_string(f.size()) + " fields, expected 9");
+                               std::to_string(f.size()) + " fields, expected " + std::to_string(fields));
     try {
       if (f[1] != claim_source(f[0]))
         throw std::runtime_error("source '" + f[1] + "' is not claim " + f[0] + "'s document '" + claim_source(f[0]) +
                                  "' (lib/attnlab/io/claim_sources.tsv)");
       out.push_back({f[0], verdict_from_string(f[2]), f[3], parse_optional_number(f[4], "observed"),
-                     parse_optional_number(f[5], "threshold"), f[6], f[7], f[8]});
+                     parse_optional_number(f[5], "threshold"), f[6], f[7], f[8], corrections ? f[9] : std::string()});
+      if (corrections && (out.back().corrects.empty() || out.back().id != correction_id(out.back().corrects)))
+        throw std::runtime_error("correction " + f[0] + " does not name the claim it corrects as " + f[0] + " = <claim>.c");
     } catch (const std::exception& e) {
       throw std::runtime_error(ledger_file.string() + ": row " + std::to_string(i + 1) + ": " + e.what());
     }
@@ -117,10 +126,14 @@ std::filesystem::path ledger_lock_path(const std::filesystem::path& ledger_file)
 }
 
 void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vector<ClaimRow>& rows) {
+  if (rows.empty()) return;  // nothing to merge: the file stays as it is
   std::set<std::string> new_ids;
+  const bool corrections = !rows.empty() && !rows.front().corrects.empty();
   for (const auto& r : rows) {
     validate(r);
     if (!new_ids.insert(r.id).second) throw std::invalid_argument("ledger: duplicate id " + r.id);
+    if (r.corrects.empty() == corrections)
+      throw std::invalid_argument("ledger: " + r.id + ": claims and corrections go to two ledgers, never one");
   }
   // One writer at a time: two experiments finishing together into one directory would otherwise each read
   // the ledger, add their rows and rename, the second rename dropping the first one's rows.
@@ -131,12 +144,16 @@ void merge_into_ledger(const std::filesystem::path& ledger_file, const std::vect
   merged.insert(merged.end(), rows.begin(), rows.end());
   std::sort(merged.begin(), merged.end(), [](const ClaimRow& a, const ClaimRow& b) { return claim_id_less(a.id, b.id); });
 
-  std::string text = std::string(kLedgerHeader) + '\n';
+  std::string text = std::string(corrections ? kCorrectionsHeader : kLedgerHeader) + '\n';
   auto number = [](const std::optional<double>& x) { return x ? format_real(*x) : std::string(); };
   for (const auto& r : merged) {
+    if (r.corrects.empty() == corrections)
+      throw std::invalid_argument("ledger: " + ledger_file.string() + " holds " + (corrections ? "claims" : "corrections") +
+                                  ", not " + (corrections ? "corrections" : "claims") + " like " + rows.front().id);
     text += quote_field(r.id) + ',' + quote_field(claim_source(r.id)) + ',' + to_string(r.verdict) + ',' +
             quote_field(r.metric) + ',' + number(r.observed) + ',' + number(r.threshold) + ',' +
-            quote_field(r.evidence) + ',' + quote_field(r.note) + ',' + quote_field(r.experiment) + '\n';
+            quote_field(r.evidence) + ',' + quote_field(r.note) + ',' + quote_field(r.experiment) +
+            (corrections ? ',' + quote_field(r.corrects) : std::string()) + '\n';
   }
   write_file_atomically(ledger_file, text);
 }

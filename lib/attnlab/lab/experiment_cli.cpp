@@ -215,9 +215,13 @@ void ExperimentCli::write_claims(const std::vector<ClaimRow>& rows) const {
   // No rows (a user's --checkpoint, a judge with nothing to judge): no ledger is created or rewritten.
   if (uses_given() || rows.empty()) return;
   prepare_out();
-  std::vector<ClaimRow> named = rows;
-  for (auto& r : named) r.experiment = name_;  // provenance: the report's "reproduce" line reads it
-  merge_into_ledger(ledger_path(), named);
+  std::vector<ClaimRow> claims, corrections;
+  for (ClaimRow r : rows) {
+    r.experiment = name_;  // provenance: the report's "reproduce" line reads it
+    (r.corrects.empty() ? claims : corrections).push_back(std::move(r));
+  }
+  merge_into_ledger(ledger_path(), claims);
+  merge_into_ledger(corrections_path(), corrections);
 }
 
 std::string ExperimentCli::measurement_options() const {
@@ -342,7 +346,8 @@ void judge_and_record(const ExperimentCli& cli, const ExperimentParts& parts, co
   const std::vector<ClaimRow> rows = parts.judge(dir);
   cli.write_claims(rows);
   if (cli.uses_given()) return;
-  for (const auto& r : rows) fmt::print("{}: {} ({})\n", r.id, to_string(r.verdict), r.note);
+  for (const auto& r : rows)
+    fmt::print("{}{}: {} ({})\n", r.id, r.corrects.empty() ? "" : " (corrects " + r.corrects + ")", to_string(r.verdict), r.note);
 }
 
 }  // namespace

@@ -119,7 +119,8 @@ class ExperimentCli {
   // lists as artifacts, so attnlab_merge carries them into the merged directory.
   void add_artifact_dir(const std::string& relative_dir) const { artifact_dirs_.push_back(relative_dir); }
   // Merges `rows` into the ledger, each row naming this experiment, unless the run used given inputs: a
-  // verdict is about our sweep, and the user's data yields a report about that data only.
+  // verdict is about our sweep, and the user's data yields a report about that data only. Claims go to
+  // claims.csv, corrected statements (ClaimRow::corrects set) to corrections.csv.
   void write_claims(const std::vector<ClaimRow>& rows) const;
 
   // Creates --out (and in quick mode marks it with kQuickMarker) the first time the run writes there,
@@ -134,7 +135,9 @@ class ExperimentCli {
   // root for the ledger.
   std::filesystem::path output_path(const std::string& file) const;
   std::string evidence_path(const std::string& file) const;
-  std::filesystem::path ledger_path() const { return options_.out / "claims.csv"; }
+  std::filesystem::path ledger_path() const { return options_.out / kClaimsFile; }
+  // The second ledger, of the corrected statements (rows with ClaimRow::corrects).
+  std::filesystem::path corrections_path() const { return options_.out / kCorrectionsFile; }
 
  private:
   std::string name_;

@@ -293,10 +293,12 @@ void check_run_set(const std::filesystem::path& dir) {
     }
   }
   try {
-    std::set<std::string> unstamped;
-    for (const auto& row : read_ledger(dir / "claims.csv"))
-      if (stamped.count(row.experiment) == 0) unstamped.insert(row.experiment);
-    for (const auto& e : unstamped) problems.push_back(fmt::format("{}: rows in claims.csv, but no {}.run.json", e, e));
+    for (const char* ledger : {kClaimsFile, kCorrectionsFile}) {
+      std::set<std::string> unstamped;
+      for (const auto& row : read_ledger(dir / ledger))
+        if (stamped.count(row.experiment) == 0) unstamped.insert(row.experiment);
+      for (const auto& e : unstamped) problems.push_back(fmt::format("{}: rows in {}, but no {}.run.json", e, ledger, e));
+    }
   } catch (const std::exception& e) {
     problems.push_back(e.what());
   }
