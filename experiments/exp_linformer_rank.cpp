@@ -17,6 +17,7 @@
 #include "attnlab/linalg/numerical_rank.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
+#include "attnlab/attention/attention_error.hpp"
 
 using namespace attnlab;
 
@@ -145,8 +146,7 @@ void measure_fixed_k(const ExperimentCli& cli, const Sweep& sw, const Shard& sha
     const auto in = cli.given().attention_inputs_of(sw.families[i / nl], l, sw.d, rng);
     const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
     auto& r = res[i - range.begin];
-    const Mat<double> uniform = in.v.colwise().mean().replicate(l, 1);
-    r.baseline = rel_error(uniform, exact);
+    r.baseline = uniform_attention_error(in.v, exact);
     for (int t = 0; t < sw.draws; ++t) {
       const double e = rel_error(
           linformer_attention(in.q, in.k, in.v, gaussian_projections(l, sw.k, ProjectionSharing::separate, rng)), exact);

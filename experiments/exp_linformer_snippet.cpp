@@ -71,22 +71,26 @@ Run run_forward(const SnippetConfig& c, std::uint64_t seed) {
 }
 
 // The corrected module in eval mode with zero projection biases against our multi-head layer with
-// Linformer heads (E = proj_k.weight, F = proj_v.weight), in double: the scaled residual.
-double agreement_with_library(std::uint64_t seed) {
-  const SnippetConfig c = snippet_corrected(2, 96, 32, 4, 16);
+// Linformer heads (E = proj_k.weight, F = proj_v.weight), in precision T: the scaled residual.
+template <typename T>
+double agreement_with_library(const SnippetConfig& c, std::uint64_t seed) {
   Rng rng(seed);
-  SnippetWeights<double> sw = snippet_default_weights(c, rng);
-  sw.proj_k_bias.setZero();
-  sw.proj_v_bias.setZero();
-  HeadStack<double> x(c.batch, 1, c.seq_len, c.dim);
-  for (Eigen::Index b = 0; b < c.batch; ++b) x[b] = gaussian_matrix(c.seq_len, c.dim, rng);
-  const HeadStack<double> got = snippet_forward(c, sw, x, false, 0);
-  const MultiheadWeights<double> w{sw.to_q.transpose(), sw.to_k.transpose(), sw.to_v.transpose(), sw.to_out.transpose(),
-                                   sw.to_out_bias, c.heads};
-  const HeadStack<double> want = multihead_layer(x, w, linformer_head_attention<double>({sw.proj_k, sw.proj_v}));
+  SnippetWeights<double> sd = snippet_default_weights(c, rng);
+  sd.proj_k_bias.setZero();
+  sd.proj_v_bias.setZero();
+  HeadStack<double> xd(c.batch, 1, c.seq_len, c.dim);
+  for (Eigen::Index b = 0; b < c.batch; ++b) xd[b] = gaussian_matrix(c.seq_len, c.dim, rng);
+  const SnippetWeights<T> sw = sd.template cast<T>();
+  HeadStack<T> x(c.batch, 1, c.seq_len, c.dim);
+  for (Eigen::Index b = 0; b < c.batch; ++b) x[b] = xd[b].template cast<T>();
+  const HeadStack<T> got = snippet_forward(c, sw, x, false, 0);
+  const MultiheadWeights<T> w{sw.to_q.transpose(), sw.to_k.transpose(), sw.to_v.transpose(), sw.to_out.transpose(),
+                              sw.to_out_bias, c.heads};
+  const HeadStack<T> want = multihead_layer(x, w, linformer_head_attention<T>({sw.proj_k, sw.proj_v}));
   double worst = 0;
   for (Eigen::Index b = 0; b < c.batch; ++b)
-    worst = std::max(worst, residual_ratio<double>((got[b] - want[b]).norm(), static_cast<double>(c.seq_len), want[b].norm()));
+    worst = std::max(worst, residual_ratio<T>(static_cast<double>((got[b] - want[b]).norm()), static_cast<double>(c.seq_len),
+                                              static_cast<double>(want[b].norm())));
   return worst;
 }
 
@@ -145,7 +149,7 @@ void measure_snippet(const ExperimentCli& cli, const Shard& shard) {
   cli.write_table(summary, kSummaryTable);
   cli.write_table(timing, kTimingTable);
   if (shard.range(1).size() == 1) {
-    const double agreement = agreement_with_library(derive_seed(cli.options().seed, 100));
+    const double agreement = agreement_with_library<double>(snippet_corrected(2, 96, 32, 4, 16), derive_seed(cli.options().seed, 100));
     if (!(agreement < kResidualRatioThreshold))
       throw std::runtime_error(fmt::format("corrected snippet and the library's Linformer layer disagree (ratio {})", agreement));
   }

@@ -222,11 +222,7 @@ void measure_theorem2(const ExperimentCli& cli, const Sweep& sw, const Shard& sh
     const auto& c = configs[ci];
     Rng rng(derive_seed(cli.options().seed, 2000000 + ci));
     const auto in = cli.given().attention_inputs_of(sw.families[c.family], c.n, c.d, rng);
-    const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
-    const Vec<double> p_norm = softmax_attention_matrix(in.q, in.k).rowwise().norm();
-    // ||V||: the spectral norm, the operator norm a bound on ||softmax(w) V|| uses.
-    const Mat<double> gram = in.v.transpose() * in.v;  // a Mat, so the solver's one compiled compute() takes it
-    const double v_norm = std::sqrt(Eigen::SelfAdjointEigenSolver<Mat<double>>(gram).eigenvalues().maxCoeff());
+    const Theorem2Problem problem = theorem2_problem(in.q, in.k, in.v);
     const Eigen::Index kmax = *std::max_element(c.ks.begin(), c.ks.end());
     auto& res = u6r[j];
     res.successes.assign(c.ks.size(), std::vector<std::size_t>(sw.u6_eps.size(), 0));
@@ -241,8 +237,7 @@ void measure_theorem2(const ExperimentCli& cli, const Sweep& sw, const Shard& sh
         const Eigen::Index k = c.ks[ki];
         const double s = std::sqrt(static_cast<double>(kmax) / static_cast<double>(k));
         const LinformerProjections<double> proj{full.e.topRows(k) * s, full.f.topRows(k) * s};
-        const Mat<double> out = linformer_attention(in.q, in.k, in.v, proj);
-        const Vec<double> err = (out - exact).rowwise().norm().cwiseQuotient(p_norm) / v_norm;
+        const Vec<double> err = theorem2_normalised_errors(problem, proj);
         res.mean_error[ki] += err.mean() / sw.u6_trials;
         const double eps_rows = c.bound_eps[ki] > 0 ? c.bound_eps[ki] : sw.u6_eps.back();
         res.row_success[ki] += (err.array() < eps_rows).cast<double>().mean() / sw.u6_trials;

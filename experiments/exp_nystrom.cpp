@@ -185,6 +185,101 @@ void measure_landmarks(const ExperimentCli& cli, const Plan& plan, const Shard& 
   cli.write_table(t12, kLandmarkTable);
 }
 
+// The matrices of a convergence study and what every (matrix, init) pair starts from: the Nystrom kernels of the
+// families (batch 0) and matrices of prescribed conditioning and rank (batch 1); their SVD pseudoinverses; alpha
+// per matrix and init, from its batch (a batch-wide init scales each matrix by its whole batch).
+struct PinvStudy {
+  std::vector<PinvCase> cases;
+  std::vector<Pseudoinverse<double>> svd;
+  std::vector<std::vector<double>> alpha;  // [case][init]
+  Eigen::Index m = 0;
+};
+
+// A numerically singular matrix of the study: `rank` of its m singular values geometric with condition `kappa`,
+// the others zero.
+struct SingularSpec {
+  Eigen::Index rank;
+  double kappa;
+  std::string name;
+};
+
+// The study's matrices, each from its own seed: family f's kernel (inputs n = kn, width d, m landmarks) from
+// derive_seed(seed, 500 + f), prescribed kappa j from derive_seed(seed, 600 + j), singular matrix s from
+// derive_seed(seed, 700 + s). Every shard builds all of them (cheap).
+PinvStudy make_pinv_study(const GivenInputs& given, const std::vector<std::string>& families, Eigen::Index kn,
+                          Eigen::Index m, Eigen::Index d, const std::vector<double>& kappas,
+                          const std::vector<SingularSpec>& singular, std::uint64_t seed) {
+  PinvStudy st;
+  st.m = m;
+  for (std::size_t f = 0; f < families.size(); ++f) {
+    Rng rng(derive_seed(seed, 500 + f));
+    const AttentionInputs in = given.attention_inputs_of(families[f], kn, d, rng);
+    st.cases.push_back({families[f], "nystrom_kernel", nystrom_factors(in.q, in.k, m).a, 0});
+  }
+  for (std::size_t j = 0; j < kappas.size(); ++j) {
+    Rng rng(derive_seed(seed, 600 + j));
+    st.cases.push_back({fmt::format("kappa={:g}", kappas[j]), "prescribed_kappa",
+                        matrix_with_singular_values(m, m, geometric_spectrum(m, kappas[j]), rng), 1});
+  }
+  for (std::size_t j = 0; j < singular.size(); ++j) {
+    Rng rng(derive_seed(seed, 700 + j));
+    Eigen::VectorXd sv = geometric_spectrum(m, singular[j].kappa);
+    sv.tail(m - singular[j].rank).setZero();
+    st.cases.push_back({singular[j].name, "singular", matrix_with_singular_values(m, m, sv, rng), 1});
+  }
+  const std::vector<PinvInit>& inits = pinv_inits();
+  st.svd.resize(st.cases.size());
+  for (std::size_t c = 0; c < st.cases.size(); ++c) st.svd[c] = pinv_svd(st.cases[c].a);
+  st.alpha.assign(st.cases.size(), std::vector<double>(inits.size()));
+  for (std::size_t b = 0; b < 2; ++b) {
+    std::vector<Eigen::MatrixXd> batch;
+    std::vector<std::size_t> idx;
+    for (std::size_t c = 0; c < st.cases.size(); ++c)
+      if (st.cases[c].batch == b) { batch.push_back(st.cases[c].a); idx.push_back(c); }
+    if (batch.empty()) continue;
+    for (std::size_t k = 0; k < inits.size(); ++k) {
+      const std::vector<double> a = pinv_initial_scale(batch, inits[k]);
+      for (std::size_t j = 0; j < idx.size(); ++j) st.alpha[idx[j]][k] = a[j];
+    }
+  }
+  return st;
+}
+
+double kappa_kept(const Pseudoinverse<double>& svd) { return svd.sigma_max / svd.sigma_min_kept; }
+
+// The iterates of the (matrix, init) pairs i = case * inits + init in `range`: Penrose residuals and the distance
+// to the SVD pseudoinverse at iterations 0 .. kMaxIterations.
+std::vector<std::vector<IterationRecord>> iterate_pinv_study(const PinvStudy& st, const Shard::Range& range,
+                                                              const std::string& label) {
+  const std::vector<PinvInit>& inits = pinv_inits();
+  return run_trials<std::vector<IterationRecord>>(range.size(), label, [&](std::size_t j) {
+    const std::size_t i = range.begin + j;
+    const std::size_t c = i / inits.size(), k = i % inits.size();
+    std::vector<IterationRecord> records;
+    const Eigen::MatrixXd& a = st.cases[c].a;
+    const double kappa = kappa_kept(st.svd[c]);
+    Eigen::MatrixXd z = st.alpha[c][k] * a.transpose();
+    for (int it = 0; it <= kMaxIterations; ++it) {
+      if (it > 0) iterative_pinv_step(a, z);
+      IterationRecord r;
+      r.penrose = penrose_residuals(a, z);
+      const double scale = static_cast<double>(st.m) * std::numeric_limits<double>::epsilon() * kappa;
+      r.penrose_ratio = r.penrose.max_relative() / scale;
+      r.distance = relative_frobenius_error(z, st.svd[c].pinv);
+      r.ratio = r.distance / scale;
+      records.push_back(r);
+    }
+    return records;
+  });
+}
+
+// The first iteration within reach of the SVD pseudoinverse (-1: never up to kMaxIterations).
+int first_converged(const std::vector<IterationRecord>& r) {
+  for (int it = 0; it <= kMaxIterations; ++it)
+    if (r[static_cast<std::size_t>(it)].ratio <= kConvergedRatio) return it;
+  return -1;
+}
+
 // U13: Penrose conditions and distance to the SVD pseudoinverse against iterations. The configurations
 // are (matrix, init) pairs; every shard builds all matrices (cheap, from their own seeds), since a
 // batch-wide init scales each matrix by its whole batch, and iterates only its block of pairs.
@@ -192,63 +287,19 @@ void measure_iterative_pinv(const ExperimentCli& cli, const Plan& plan, const Sh
   const auto& opt = cli.options();
   const GivenInputs& given = cli.given();
   const Eigen::Index kn = opt.quick ? 128 : 512, m = std::min(opt.quick ? Eigen::Index{16} : Eigen::Index{64}, plan.ns.front());
-  std::vector<PinvCase> cases;
-  for (std::size_t f = 0; f < plan.families.size(); ++f) {
-    Rng rng(derive_seed(opt.seed, 500 + f));
-    const AttentionInputs in = given.attention_inputs_of(plan.families[f], kn, plan.d, rng);
-    cases.push_back({plan.families[f], "nystrom_kernel", nystrom_factors(in.q, in.k, m).a, 0});
-  }
   // Matrices of prescribed conditioning, unless the run is about given inputs.
   const std::vector<double> kappas = given.used() ? std::vector<double>{}
                                      : opt.quick  ? std::vector<double>{1, 1e2, 1e4}
                                                   : std::vector<double>{1, 1e1, 1e2, 1e3, 1e4, 1e6, 1e8};
-  for (std::size_t j = 0; j < kappas.size(); ++j) {
-    Rng rng(derive_seed(opt.seed, 600 + j));
-    cases.push_back({fmt::format("kappa={:g}", kappas[j]), "prescribed_kappa",
-                     matrix_with_singular_values(m, m, geometric_spectrum(m, kappas[j]), rng), 1});
-  }
-  if (!given.used()) {
-    Rng rng(derive_seed(opt.seed, 700));
-    Eigen::VectorXd s = geometric_spectrum(m, 10.0);
-    s.tail(m / 2).setZero();
-    cases.push_back({"rank_half_kappa=10", "singular", matrix_with_singular_values(m, m, s, rng), 1});
-  }
+  const std::vector<SingularSpec> singular =
+      given.used() ? std::vector<SingularSpec>{} : std::vector<SingularSpec>{{m - m / 2, 10.0, "rank_half_kappa=10"}};
+  const PinvStudy st = make_pinv_study(given, plan.families, kn, m, plan.d, kappas, singular, opt.seed);
   const std::vector<PinvInit>& inits = pinv_inits();
-  std::vector<Pseudoinverse<double>> svd(cases.size());
-  for (std::size_t c = 0; c < cases.size(); ++c) svd[c] = pinv_svd(cases[c].a);
-  // alpha per case and init, from its batch.
-  std::vector<std::vector<double>> alpha(cases.size(), std::vector<double>(inits.size()));
-  for (std::size_t b = 0; b < 2; ++b) {
-    std::vector<Eigen::MatrixXd> batch;
-    std::vector<std::size_t> idx;
-    for (std::size_t c = 0; c < cases.size(); ++c)
-      if (cases[c].batch == b) { batch.push_back(cases[c].a); idx.push_back(c); }
-    if (batch.empty()) continue;
-    for (std::size_t k = 0; k < inits.size(); ++k) {
-      const std::vector<double> a = pinv_initial_scale(batch, inits[k]);
-      for (std::size_t j = 0; j < idx.size(); ++j) alpha[idx[j]][k] = a[j];
-    }
-  }
+  const auto& cases = st.cases;
+  const auto& svd = st.svd;
+  const auto& alpha = st.alpha;
   const Shard::Range range = shard.range(cases.size() * inits.size());
-  const auto rec = run_trials<std::vector<IterationRecord>>(range.size(), "U13 iterations", [&](std::size_t j) {
-    const std::size_t i = range.begin + j;
-    const std::size_t c = i / inits.size(), k = i % inits.size();
-    std::vector<IterationRecord> records;
-    const Eigen::MatrixXd& a = cases[c].a;
-    const double kappa = svd[c].sigma_max / svd[c].sigma_min_kept;
-    Eigen::MatrixXd z = alpha[c][k] * a.transpose();
-    for (int it = 0; it <= kMaxIterations; ++it) {
-      if (it > 0) iterative_pinv_step(a, z);
-      IterationRecord r;
-      r.penrose = penrose_residuals(a, z);
-      const double scale = static_cast<double>(m) * std::numeric_limits<double>::epsilon() * kappa;
-      r.penrose_ratio = r.penrose.max_relative() / scale;
-      r.distance = relative_frobenius_error(z, svd[c].pinv);
-      r.ratio = r.distance / scale;
-      records.push_back(r);
-    }
-    return records;
-  });
+  const auto rec = iterate_pinv_study(st, range, "U13 iterations");
   // A diverging iteration (an initial step outside the convergence region) overflows to inf and
   // then NaN: those columns may hold non-finite values, which is the finding, not an error.
   CsvTable t13({text_col(col::matrix), text_col(col::kind), real_col(col::kappa_kept), int_col(col::svd_rank),
@@ -265,20 +316,18 @@ void measure_iterative_pinv(const ExperimentCli& cli, const Plan& plan, const Sh
                 real_col(col::distance_at_max, true), real_col(col::penrose_max_at_max, true)});
   for (std::size_t i = range.begin; i < range.end; ++i) {
     const std::size_t c = i / inits.size(), k = i % inits.size();
-    const double kappa = svd[c].sigma_max / svd[c].sigma_min_kept;
+    const double kappa = kappa_kept(svd[c]);
     const auto& r = rec[i - range.begin];
     const double step = alpha[c][k] * svd[c].sigma_max * svd[c].sigma_max;
-    int first = -1;
     for (int it = 0; it <= kMaxIterations; ++it) {
       const auto& x = r[static_cast<std::size_t>(it)];
       t13.add_row({cases[c].name, cases[c].kind, kappa, svd[c].rank, to_string(inits[k]), step, it, x.penrose.apa_relative(),
                    x.penrose.pap_relative(), x.penrose.ap_sym_relative(), x.penrose.pa_sym_relative(), x.penrose_ratio, x.distance, x.ratio});
-      if (first < 0 && x.ratio <= kConvergedRatio) first = it;
     }
     const auto& r6 = r[static_cast<std::size_t>(kNystromformerPinvIterations)];
     const auto& rmax = r.back();
-    s13.add_row({cases[c].name, cases[c].kind, kappa, to_string(inits[k]), step, predicted_iterations(step, kappa), first,
-                 r6.ratio, r6.distance, rmax.ratio, rmax.distance, rmax.penrose.max_relative()});
+    s13.add_row({cases[c].name, cases[c].kind, kappa, to_string(inits[k]), step, predicted_iterations(step, kappa),
+                 first_converged(r), r6.ratio, r6.distance, rmax.ratio, rmax.distance, rmax.penrose.max_relative()});
   }
   cli.write_table(t13, kTraceTable);
   cli.write_table(s13, kPinvTable);
