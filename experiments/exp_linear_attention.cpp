@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "attnlab/attention/attention_cost.hpp"
 #include "attnlab/attention/attention_error.hpp"
@@ -25,6 +27,7 @@
 #include "attnlab/lab/timing_verdict.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/lab/fit_table.hpp"
+#include "attnlab/lab/correction.hpp"
 
 using namespace attnlab;
 
@@ -45,6 +48,8 @@ constexpr const char* elu_matrix_max_abs = "elu_matrix_max_abs";
 constexpr const char* elu_rel_error = "elu_rel_error";
 constexpr const char* elu_residual_ratio = "elu_residual_ratio";
 constexpr const char* family = "family";
+constexpr const char* linear_rel_error = "linear_rel_error";
+constexpr const char* log2_error_ratio = "log2_error_ratio";
 constexpr const char* method = "method";
 constexpr const char* multiply_adds = "multiply_adds";
 constexpr const char* n = "n";
@@ -52,6 +57,7 @@ constexpr const char* ops_exponent = "ops_exponent";
 constexpr const char* quantity = "quantity";
 constexpr const char* sweep = "sweep";
 constexpr const char* trial = "trial";
+constexpr const char* uniform_rel_error = "uniform_rel_error";
 constexpr const char* workspace_bytes = "workspace_bytes";
 }  // namespace col
 
@@ -64,6 +70,8 @@ constexpr double kApproximateRelError = 1e-3;
 // and is undecided when the interval contains an edge (judge_band). A memory exponent is counted, not timed:
 // it disagrees when it is more than 0.3 away and the claimed value lies outside its fit's interval.
 constexpr double kExponentTolerance = 0.3;
+// U1.c: the corrected statement's domain, head widths from 16 (below it the two errors drift further apart).
+constexpr Eigen::Index kU1cSmallestWidth = 16;
 
 struct AccuracyConfig {
   std::string family;
@@ -142,6 +150,7 @@ std::vector<Column> timing_keys() {
   return {text_col(col::method), text_col(col::sweep), int_col(col::n), int_col(col::d), real_col(col::multiply_adds),
           real_col(col::workspace_bytes)};
 }
+constexpr const char* kConfirmTable = "linear_attention_confirm.csv";
 
 // U1, U2: configurations (family, n, d, trial) in that nesting, configuration i drawn from
 // derive_seed(seed, i); the given n and d replace the shapes.
@@ -178,6 +187,39 @@ void measure_accuracy_sweep(const ExperimentCli& cli, const std::vector<std::str
                  r.elu_matrix_maxabs, r.assoc_ratio_double, r.assoc_ratio_float});
   }
   cli.write_table(acc, kAccuracyTable);
+}
+
+// U1.c's confirming sweep: linear attention's and uniform attention's errors against softmax attention on sizes
+// the main sweep does not use, from the confirming seed. Configurations (family, n, d, trial) in that nesting,
+// configuration i drawn from derive_seed(confirming_seed(seed), i).
+void measure_confirm(const ExperimentCli& cli, const std::vector<std::string>& families, const Shard& shard) {
+  const auto& opt = cli.options();
+  const std::vector<Eigen::Index> ns = opt.quick ? std::vector<Eigen::Index>{48, 96} : std::vector<Eigen::Index>{128, 512};
+  const std::vector<Eigen::Index> ds = opt.quick ? std::vector<Eigen::Index>{16, 24} : std::vector<Eigen::Index>{32, 128};
+  const int trials = opt.quick ? 1 : 2;
+  std::vector<AccuracyConfig> configs;
+  for (const auto& f : families)
+    for (auto n : ns)
+      for (auto d : ds)
+        for (int t = 0; t < trials; ++t) configs.push_back({f, n, d, t});
+  const std::uint64_t seed = confirming_seed(opt.seed);
+  const Shard::Range range = shard.range(configs.size());
+  const auto errors = run_trials<std::pair<double, double>>(range.size(), "U1.c confirming", [&](std::size_t j) {
+    const AccuracyConfig& c = configs[range.begin + j];
+    Rng rng(derive_seed(seed, range.begin + j));
+    const AttentionInputs in = make_attention_inputs(c.family, c.n, c.d, rng);
+    const Eigen::MatrixXd exact = softmax_attention(in.q, in.k, in.v);
+    return std::pair{relative_frobenius_error(efficient_attention(in.q, in.k, in.v), exact),
+                     uniform_attention_error(in.v, exact)};
+  });
+  CsvTable t({text_col(col::family), int_col(col::n), int_col(col::d), int_col(col::trial), real_col(col::linear_rel_error),
+              real_col(col::uniform_rel_error), real_col(col::log2_error_ratio)});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const AccuracyConfig& c = configs[range.begin + j];
+    const auto [linear, uniform] = errors[j];
+    t.add_row({c.family, c.n, c.d, c.trial, linear, uniform, std::log2(linear / uniform)});
+  }
+  cli.write_table(t, kConfirmTable);
 }
 
 // U3: time and counted memory against n and d, single head, float, one thread. A timing sweep (its exponents
@@ -258,6 +300,34 @@ std::vector<ClaimRow> judge_accuracy(const ExperimentCli& cli, const std::filesy
               fmt::format("double up to {:.3g}, float up to {:.3g}; the identity drops the softmax, so it says "
                           "nothing about U1", assoc_d, assoc_f)};
   return {u1, u2};
+}
+
+// U1.c from linear_attention_confirm.csv: per family, the largest |log2(linear error / uniform error)| at d >= 16.
+ClaimRow judge_confirm(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kConfirmTable);
+  // Per family (in the table's order): the ratio's range over its configurations.
+  std::vector<std::string> families;
+  std::map<std::string, std::pair<double, double>> range;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    if (t.integer(i, col::d) < kU1cSmallestWidth) continue;
+    const std::string& f = t.text(i, col::family);
+    const double r = t.real(i, col::log2_error_ratio);
+    if (range.count(f) == 0) families.push_back(f), range[f] = {r, r};
+    range[f] = {std::min(range[f].first, r), std::max(range[f].second, r)};
+  }
+  if (families.empty())
+    return correction_row("U1.c", Verdict::untested, 0, "", "no configuration of the confirming sweep has d >= 16");
+  WorstByCondition worst;
+  std::string ranges;
+  for (const auto& f : families) {
+    const auto [lo, hi] = range[f];
+    const std::string desc = fmt::format("{} {:.3g} to {:.3g}", f, std::exp2(lo), std::exp2(hi));
+    worst.add(f, desc, std::max(std::abs(lo), std::abs(hi)));
+    ranges += (ranges.empty() ? "" : "; ") + desc;
+  }
+  const Judgement j = judge_by_condition(worst, correction_definition("U1.c").threshold);
+  return correction_row("U1.c", j.verdict, j.observed, cli.evidence_path(kConfirmTable),
+                        "linear error / uniform-attention error by family: " + ranges + (j.note.empty() ? "" : "; " + j.note));
 }
 
 // U3 from linear_attention_timing.csv: each claimed exponent against the fitted one (time: of the medians of the
@@ -378,11 +448,14 @@ int main(int argc, char** argv) {
   const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
     measure_accuracy_sweep(cli, families, shard);
-    if (!cli.uses_given()) measure_timing(cli, shard);  // the cost sweep is about sizes, not the given values
+    if (cli.uses_given()) return;  // the cost sweep is about sizes, the confirming sweep about our families
+    measure_confirm(cli, families, shard);
+    measure_timing(cli, shard);
   };
   const auto judge = [&](const std::filesystem::path& dir) {
     std::vector<ClaimRow> rows = judge_accuracy(cli, dir);
     if (cli.uses_given()) return rows;  // the ledger skips rows of given inputs
+    rows.push_back(judge_confirm(cli, dir));
     rows.push_back(judge_timing(cli, dir));
     return rows;
   };
