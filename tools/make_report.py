@@ -819,11 +819,11 @@ def main():
 
     ledger.sort(key=lambda r: (r["source"], idkey(r["id"])))  # document order (000 R … 004 G), then claim number
     # A claim tested again on another testbed sits beside the first (U19, U16 on recall, after U17 on Fashion-MNIST).
-    for moved, anchor in PLACED_AFTER.items():
+    for moved, after in PLACED_AFTER.items():
         ids = [r["id"] for r in ledger]
-        if moved in ids and anchor in ids:
+        if moved in ids and after in ids:
             row = ledger.pop(ids.index(moved))
-            ledger.insert([r["id"] for r in ledger].index(anchor) + 1, row)
+            ledger.insert([r["id"] for r in ledger].index(after) + 1, row)
     by_id = {r["id"]: r for r in ledger}
     tables = {}
 
