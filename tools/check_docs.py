@@ -190,6 +190,93 @@ st_numpy.write_checkpoint(".", tensors, config, 1, meta)
     subprocess.run(["/usr/bin/python3", "-c", script], cwd=scratch, check=True, capture_output=True, text=True)
 
 
+TIMED_OUT = "timed out"
+
+# The driver of a document's python blocks: they run in order in one interpreter, as in a notebook (a later block
+# uses what an earlier one defined). Each block comes as one JSON line on stdin; the reply, on the pipe whose file
+# descriptor is its argument,
+# is one JSON line: null when the block ran, else the last line of its exception.
+NOTEBOOK_DRIVER = r"""
+import json, os, sys, traceback
+reply = os.fdopen(int(sys.argv[1]), "w")
+namespace = {"__name__": "__main__"}
+for line in sys.stdin:
+    failure = None
+    try:
+        exec(compile(json.loads(line), "<block>", "exec"), namespace)
+    except SystemExit as e:
+        failure = None if e.code in (None, 0) else f"SystemExit: {e.code}"
+    except BaseException as e:
+        failure = traceback.format_exception_only(type(e), e)[-1].strip()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    reply.write(json.dumps(failure) + "\n")
+    reply.flush()
+"""
+
+
+class Notebook:
+    """One /usr/bin/python3 for a document's python blocks, run in the scratch directory."""
+
+    def __init__(self, scratch, env):
+        self.reply_r, reply_w = os.pipe()
+        self.proc = subprocess.Popen(["/usr/bin/python3", "-c", NOTEBOOK_DRIVER, str(reply_w)], cwd=scratch, env=env,
+                                     text=True, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     pass_fds=(reply_w,))
+        os.close(reply_w)
+        self.reply = os.fdopen(self.reply_r, "r")
+        self.dead = False
+
+    def run(self, text, timeout):
+        """None when the block ran; TIMED_OUT; else "(...): the exception's last line"."""
+        if self.dead:
+            return "(not run: an earlier block of the page stopped its Python)"
+        import json
+        import select
+        try:
+            self.proc.stdin.write(json.dumps(text) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.dead = True
+            return f"(its Python exited with status {self.proc.wait()})"
+        ready, _, _ = select.select([self.reply], [], [], timeout)
+        if not ready:
+            self.dead = True
+            self.proc.kill()
+            return TIMED_OUT
+        line = self.reply.readline()
+        if not line:
+            self.dead = True
+            return f"(its Python exited with status {self.proc.wait()})"
+        failure = json.loads(line)
+        return None if failure is None else f"(exit 1): {failure}"
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reply.close()
+
+
+def run_sh(text, scratch, env):
+    """None when the block ran; TIMED_OUT; else "(exit N): its last line of output"."""
+    try:
+        r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text], cwd=scratch, env=env, capture_output=True,
+                           text=True, errors="replace", timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return TIMED_OUT
+    if r.returncode == 0:
+        return None
+    tail = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
+    return f"(exit {r.returncode}): {tail[0]}"
+
+
 def run_documents(root, build, files):
     """Runs every runnable block; returns (problems, ran, skipped [(where, reason)])."""
     problems, ran, skipped = [], 0, []
@@ -213,19 +300,26 @@ def run_documents(root, build, files):
             continue
         with tempfile.TemporaryDirectory(prefix="attnlab-docs-") as scratch:
             prepare_scratch(root, build, scratch)
-            env = dict(os.environ, HOME=os.path.join(scratch, "home"))
-            for where, lang, text in todo:
-                cmd = ["bash", "-e", "-o", "pipefail", "-c", text] if lang == "sh" else ["/usr/bin/python3", "-c", text]
-                try:
-                    r = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True, errors="replace",
-                                       timeout=RUN_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    problems.append(f"{where}: the {lang} block took more than {RUN_TIMEOUT} s")
-                    continue
-                ran += 1
-                if r.returncode != 0:
-                    tail = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
-                    problems.append(f"{where}: the {lang} block failed (exit {r.returncode}): {tail[0]}")
+            # The module where the documents' `export PYTHONPATH=$PWD/build/python` puts it.
+            env = dict(os.environ, HOME=os.path.join(scratch, "home"), PYTHONPATH=os.path.join(scratch, "build", "python"))
+            notebook = None  # the document's Python, started at its first python block
+            try:
+                for where, lang, text in todo:
+                    if lang == "python":
+                        notebook = notebook or Notebook(scratch, env)
+                        failure = notebook.run(text, RUN_TIMEOUT)
+                    else:
+                        failure = run_sh(text, scratch, env)
+                    if failure is None:
+                        ran += 1
+                    elif failure == TIMED_OUT:
+                        problems.append(f"{where}: the {lang} block took more than {RUN_TIMEOUT} s")
+                    else:
+                        ran += 1
+                        problems.append(f"{where}: the {lang} block failed {failure}")
+            finally:
+                if notebook:
+                    notebook.close()
     return problems, ran, skipped
 
 
@@ -268,7 +362,7 @@ def self_test():
             for p in found:
                 print(f"  reported: {p}", file=sys.stderr)
             return 1
-    # --run: a failing block and an untagged command are found; a block that runs, a python block, a block marked
+    # --run: a failing block and an untagged command are found; a block that runs, python blocks (one interpreter), a block marked
     # not run, and output in an untagged block are not problems.
     with tempfile.TemporaryDirectory() as root:
         os.makedirs(os.path.join(root, "docs"))
@@ -277,17 +371,21 @@ def self_test():
         with open(os.path.join(root, "README.md"), "w") as f:
             f.write("# T\n\n```sh\necho made > made.txt\ntest -s q.npy\n```\n\n```python\nprint(open('made.txt').read())\n```\n\n"
                     "<!-- docs-test: not run: takes a day -->\n```sh\nfalse\n```\n\n```\noutput: done\n```\n\n"
-                    "```sh\ncat absent.txt\n```\n\n```\nmake results\n```\n")
+                    "```sh\ncat absent.txt\n```\n\n```\nmake results\n```\n\n"
+                    "```python\nanswer = 41\n```\n\n```python\nassert answer + 1 == 42\n```\n\n"
+                    "```python\nraise ValueError('planted')\n```\n")
         found, ran, skipped = run_documents(root, build, documents(root))
-        expected_run = ["README.md:21: the sh block failed", "README.md:25: a code block without a language holds a command"]
+        # (the second python block sees the first's name: a page's python blocks run in one interpreter)
+        expected_run = ["README.md:21: the sh block failed", "README.md:25: a code block without a language holds a command",
+                        "README.md:37: the python block failed (exit 1): ValueError: planted"]
         missing = [e for e in expected_run if not any(p.startswith(e) for p in found)]
-        if missing or len(found) != len(expected_run) or ran != 3 or [r for _, r in skipped] != ["takes a day"]:
+        if missing or len(found) != len(expected_run) or ran != 6 or [r for _, r in skipped] != ["takes a day"]:
             print("check_docs self-test (--run) FAILED", file=sys.stderr)
             for e in missing:
                 print(f"  not found: {e}", file=sys.stderr)
             for p in found:
                 print(f"  reported: {p}", file=sys.stderr)
-            print(f"  ran {ran} (want 3), skipped {skipped}", file=sys.stderr)
+            print(f"  ran {ran} (want 6), skipped {skipped}", file=sys.stderr)
             return 1
     print(f"check_docs self-test: the {len(expected)} planted defects found, nothing else; --run found its {len(expected_run)}")
     return 0
