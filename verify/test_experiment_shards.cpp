@@ -25,7 +25,8 @@ using attnlab::testing::ScratchDir;
 namespace {
 
 bool is_timing_table(const std::string& name) { return name.ends_with("_timing.csv"); }
-bool is_table(const std::string& name) { return name.ends_with(".csv") && name != "claims.csv"; }
+// The ledgers (claims.csv, corrections.csv) cite their run's own paths: compared row by row below.
+bool is_table(const std::string& name) { return name.ends_with(".csv") && name != kClaimsFile && name != kCorrectionsFile; }
 
 // Whether a ledger row's verdict, observed value and note rest on wall-clock times: its evidence is a
 // timing table, or its metric measures time ("time and memory"). Only asked of experiments that time.
@@ -91,8 +92,11 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
       most_rows = std::max(most_rows, read_csv_file(whole.path() / f).size() - 1);
     }
   REQUIRE(!tables.empty());
-  const auto whole_ledger = read_ledger(whole.path() / "claims.csv");
+  const auto whole_ledger = read_ledger(whole.path() / kClaimsFile);
   REQUIRE(!whole_ledger.empty());
+  // The corrected statements' ledger, where the experiment judges any.
+  const bool corrects = std::filesystem::exists(whole.path() / kCorrectionsFile);
+  const auto whole_corrections = corrects ? read_ledger(whole.path() / kCorrectionsFile) : std::vector<ClaimRow>{};
 
   // One more shard than the largest sweep has configurations (a 1/1 shard's stamp lists the sweep sizes):
   // the shards past a sweep's configurations run none of it.
@@ -130,7 +134,9 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
         REQUIRE(r.exit_status == 0);
       }
       CHECK(std::filesystem::exists(dir / (std::string(name) + ".shard.json")));
-      CHECK(!std::filesystem::exists(dir / "claims.csv"));  // a shard measures; only the judge writes the ledger
+      // A shard measures; only the judge writes the ledgers.
+      CHECK(!std::filesystem::exists(dir / kClaimsFile));
+      CHECK(!std::filesystem::exists(dir / kCorrectionsFile));
       merge_args.push_back(dir.string());
     }
     const auto m = run_binary("attnlab_merge", merge_args);
@@ -148,21 +154,28 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
       else
         CHECK(read_text(merged.path() / f) == read_text(whole.path() / f));
     }
-    const auto ledger = read_ledger(merged.path() / "claims.csv");
-    REQUIRE(ledger.size() == whole_ledger.size());
-    for (std::size_t r = 0; r < ledger.size(); ++r) {
-      const ClaimRow &a = ledger[r], &b = whole_ledger[r];
-      INFO("claim " << b.id);
-      CHECK(a.id == b.id);
-      CHECK(a.metric == b.metric);
-      CHECK(a.threshold == b.threshold);
-      CHECK(a.experiment == b.experiment);
-      CHECK(std::filesystem::path(a.evidence).filename() == std::filesystem::path(b.evidence).filename());
-      if (times && rests_on_timings(b)) continue;
-      CHECK(a.verdict == b.verdict);
-      CHECK(a.observed == b.observed);  // std::optional<double>: the same double, bit for bit, or both absent
-      // Notes may cite evidence paths, which differ by directory only.
-      if (!(times && note_cites_timings(b))) CHECK(a.note == replace_all(b.note, whole.path().string(), merged.path().string()));
-    }
+    const auto compare_ledgers = [&](const char* file, const std::vector<ClaimRow>& whole_rows) {
+      INFO("ledger: " << file);
+      const auto ledger = read_ledger(merged.path() / file);
+      REQUIRE(ledger.size() == whole_rows.size());
+      for (std::size_t r = 0; r < ledger.size(); ++r) {
+        const ClaimRow &a = ledger[r], &b = whole_rows[r];
+        INFO("claim " << b.id);
+        CHECK(a.id == b.id);
+        CHECK(a.corrects == b.corrects);
+        CHECK(a.metric == b.metric);
+        CHECK(a.threshold == b.threshold);
+        CHECK(a.experiment == b.experiment);
+        CHECK(std::filesystem::path(a.evidence).filename() == std::filesystem::path(b.evidence).filename());
+        if (times && rests_on_timings(b)) continue;
+        CHECK(a.verdict == b.verdict);
+        CHECK(a.observed == b.observed);  // std::optional<double>: the same double, bit for bit, or both absent
+        // Notes may cite evidence paths, which differ by directory only.
+        if (!(times && note_cites_timings(b))) CHECK(a.note == replace_all(b.note, whole.path().string(), merged.path().string()));
+      }
+    };
+    compare_ledgers(kClaimsFile, whole_ledger);
+    CHECK(std::filesystem::exists(merged.path() / kCorrectionsFile) == corrects);
+    if (corrects) compare_ledgers(kCorrectionsFile, whole_corrections);
   }
 }
