@@ -2,14 +2,15 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SEED ?= 20250311
-PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev libopenblas-dev python3 gnuplot-nox python3-numpy python3-scipy zlib1g-dev dataset-fashion-mnist
+PACKAGES := cmake g++ make libeigen3-dev libspectra-dev libboost-math-dev doctest-dev libfmt-dev libcli11-dev libopenblas-dev python3 gnuplot-nox python3-numpy python3-scipy zlib1g-dev dataset-fashion-mnist \
+  pybind11-dev python3-pybind11 python3-dev python3-pytest
 # Only `make fuzz` needs these (libFuzzer ships in Debian's compiler-rt package).
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 600
 SANITIZE_BUILD ?= build-sanitize
 
-.PHONY: all build test results report quick bench deps check-deps check-fuzz-deps fuzz test-sanitize clean slurm test-slurm
+.PHONY: all build python test results report quick bench deps check-deps check-fuzz-deps fuzz test-sanitize clean slurm test-slurm
 
 all: build
 
@@ -36,6 +37,12 @@ $(BUILD)/CMakeCache.txt:
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The Python module alone (docs/python.md): import it with PYTHONPATH=$(BUILD)/python. Configured again first, so that
+# pybind11 installed since the build directory was made (make deps) is found.
+python: $(BUILD)/CMakeCache.txt
+	cmake -S . -B $(BUILD) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target python
 
 test: check-deps
 	@$(MAKE) --no-print-directory build
@@ -97,6 +104,8 @@ PYTHON ?= /usr/bin/python3
 BENCH_ENV ?= GLIBC_TUNABLES=glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432
 # bench_inspect: attnlab_inspect on LLaMA-shaped checkpoints up to a 7B model's attention (2 GiB written once under
 # $(BUILD)/bench-inspect), judged and tabled in bench_inspect.md by tools/bench_inspect_report.py.
+# bench_python: the Python module against the same kernel in C++ and attnlab.inspect against attnlab_inspect (bench_inspect's
+# largest checkpoint), into bench_python.csv, judged in bench_attention.md.
 # bench_vit: ViT training throughput of every attention method against the sgemm rate; its PyTorch peer trains the
 # same models at the same batches (bench_vit.csv's rows; --quick: one timed step each) into bench_vit_torch.csv.
 VIT_TORCH_FLAGS = $(if $(findstring --quick,$(BENCH_FLAGS)),--steps 1,)
@@ -114,6 +123,10 @@ bench: check-deps $(BUILD)/CMakeCache.txt
 	$(BENCH_ENV) $(BUILD)/bin/bench_r7 --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	$(BENCH_ENV) $(BUILD)/bin/bench_inspect --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(BENCH_FLAGS)
 	$(PYTHON) tools/bench_inspect_report.py --results $(BENCH_OUT)
+	@if cmake --build $(BUILD) -j $(JOBS) --target python; then \
+	  $(BENCH_ENV) $(PYTHON) bench/bench_python.py --build $(BUILD) --out $(BENCH_OUT) --threads $(BENCH_THREADS) $(if $(findstring --quick,$(BENCH_FLAGS)),--quick) \
+	    --inspect-dir $(BUILD)/bench-inspect/$(if $(findstring --quick,$(BENCH_FLAGS)),quick/quick-c,full/llama-7b); \
+	else rm -f $(BENCH_OUT)/bench_python.csv; echo "the Python module is not built (pybind11 missing): its rows are skipped"; fi
 	$(PYTHON) tools/bench_report.py --results $(BENCH_OUT)
 
 quick: build

@@ -16,7 +16,11 @@
 #include "attnlab/attention/linformer.hpp"
 #include "attnlab/lab/peak_rss.hpp"
 #include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/interleaved_timing.hpp"
+#include "attnlab/lab/timed_medians.hpp"
 #include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/timing_verdict.hpp"
+#include "attnlab/lab/verdict.hpp"
 #include "attnlab/lab/fit_table.hpp"
 
 using namespace attnlab;
@@ -32,14 +36,10 @@ constexpr const char* exponentials = "exponentials";
 constexpr const char* input_bytes_double = "input_bytes_double";
 constexpr const char* k = "k";
 constexpr const char* measured_peak_bytes = "measured_peak_bytes";
-constexpr const char* median_seconds = "median_seconds";
-constexpr const char* min_seconds = "min_seconds";
 constexpr const char* multiply_adds = "multiply_adds";
-constexpr const char* multiply_adds_per_second = "multiply_adds_per_second";
 constexpr const char* n = "n";
 constexpr const char* precision = "precision";
 constexpr const char* quantity = "quantity";
-constexpr const char* repeats = "repeats";
 constexpr const char* sweep = "sweep";
 constexpr const char* workspace_bytes = "workspace_bytes";
 constexpr const char* workspace_bytes_double = "workspace_bytes_double";
@@ -47,7 +47,8 @@ constexpr const char* workspace_bytes_double = "workspace_bytes_double";
 
 // Fixed before the run: a cost is "linear" in a size when its fitted exponent lies within
 // this distance of 1 (timings of small GEMMs bend the curve; 0.2 leaves room for that but
-// tells n from n^1.5 or n^2).
+// tells n from n^1.5 or n^2). A timed exponent counts by its 95% interval: linear when the whole
+// interval lies within, not linear when none of it does, undecided otherwise (judge_band).
 constexpr double kExponentTolerance = 0.2;
 
 struct Point {
@@ -70,39 +71,50 @@ std::vector<Point> make_points(bool quick) {
   return p;
 }
 
-struct Measured {
-  double median = 0, min = 0;
-  double peak_bytes = std::numeric_limits<double>::quiet_NaN();  // NaN: /proc could not be reset or read
-};
-
-// Times one head of Linformer on Gaussian inputs in precision T, single-threaded, and measures
-// the resident-memory growth of one call above the inputs already in memory.
+// One head of Linformer on Gaussian inputs in precision T: what the timing sweep runs, round-robin with every
+// other point and precision.
 template <typename T>
-Measured measure(const Point& p, int repeats, std::uint64_t seed) {
-  Rng rng(seed);
-  const Mat<T> q = gaussian_matrix<T>(p.n, p.d, rng), k = gaussian_matrix<T>(p.n, p.d, rng),
-               v = gaussian_matrix<T>(p.n, p.d, rng);
-  const auto proj = gaussian_projections(p.n, p.k, ProjectionSharing::separate, rng).template cast<T>();
-  Measured m;
-  if (reset_peak_rss()) {
-    const auto before = peak_rss_bytes();
-    { const Mat<T> out = linformer_attention(q, k, v, proj); keep_alive(out); }
-    const auto after = peak_rss_bytes();
-    if (before && after) m.peak_bytes = *after - *before;
+struct LinformerInput {
+  Mat<T> q, k, v;
+  LinformerProjections<T> proj;
+  LinformerInput(const Point& p, std::uint64_t seed) {
+    Rng rng(seed);
+    q = gaussian_matrix<T>(p.n, p.d, rng);
+    k = gaussian_matrix<T>(p.n, p.d, rng);
+    v = gaussian_matrix<T>(p.n, p.d, rng);
+    proj = gaussian_projections(p.n, p.k, ProjectionSharing::separate, rng).template cast<T>();
   }
-  const auto seconds = time_repeats([&] { const Mat<T> out = linformer_attention(q, k, v, proj); keep_alive(out); }, repeats);
-  m.median = median(seconds);
-  m.min = *std::min_element(seconds.begin(), seconds.end());
-  return m;
-}
+  void run() const {
+    const Mat<T> out = linformer_attention(q, k, v, proj);
+    keep_alive(out);
+  }
+  // The resident-memory growth of one call above the inputs already in memory; NaN where /proc could not be
+  // reset or read.
+  double peak_bytes() const {
+    if (!reset_peak_rss()) return std::numeric_limits<double>::quiet_NaN();
+    const auto before = peak_rss_bytes();
+    run();
+    const auto after = peak_rss_bytes();
+    return before && after ? *after - *before : std::numeric_limits<double>::quiet_NaN();
+  }
+};
 
 constexpr const char* kCountsTable = "linformer_cost.csv";
 constexpr const char* kTimingTable = "linformer_cost_timing.csv";
 constexpr const char* kCountFitsTable = "linformer_cost_fits.csv";
 constexpr const char* kTimeFitsTable = "linformer_cost_fits_timing.csv";
+constexpr const char* kMediansTable = "linformer_cost_medians_timing.csv";  // the judge's medians of the timed runs
 
-// The size a point's sweep varies, read back from a table row.
-double size_of(const TableReader& t, std::size_t row) {
+// The key columns of the table of timed runs (timed_run_columns adds round and seconds).
+std::vector<Column> timing_keys() {
+  // NaN where /proc/self/clear_refs cannot reset the high-water mark (not Linux, no permission).
+  return {text_col(col::sweep), text_col(col::precision), int_col(col::n), int_col(col::d), int_col(col::k),
+          real_col(col::measured_peak_bytes, true), real_col(col::workspace_bytes)};
+}
+
+// The size a point's sweep varies, read back from a table row (a TableReader's, or a TimedMedians configuration's).
+template <typename Table>
+double size_of(const Table& t, std::size_t row) {
   const std::string& sweep = t.text(row, col::sweep);
   return static_cast<double>(t.integer(row, sweep == "n" ? col::n : sweep == "k" ? col::k : col::d));
 }
@@ -122,49 +134,64 @@ void measure_counts(const ExperimentCli& cli, const Shard& shard) {
   cli.write_table(counts, kCountsTable);
 }
 
-// Timings and peak memory of every point: a timing sweep (its exponents are fitted over wall-clock
-// times), so it runs whole in one shard, the experiment's first timing sweep; the others write its
-// header only. Point i is drawn from derive_seed(seed, i) in both precisions.
+// Timings and peak memory of every point: a timing sweep (its exponents are fitted over wall-clock times), so it
+// runs whole in one shard, the experiment's first timing sweep; the others write its header only. Point i is
+// drawn from derive_seed(seed, i) in both precisions. Every point in both precisions is timed round-robin, one
+// thread, kTimedRounds rounds: the exponents compare the points, so a stretch of load must slow them all alike.
 void measure_timing(const ExperimentCli& cli, const Shard& shard) {
-  // Timings run one at a time on the main thread: a timing shares the machine with nothing of ours.
-  CsvTable timing({text_col(col::sweep), text_col(col::precision), int_col(col::n), int_col(col::d), int_col(col::k),
-                   int_col(col::repeats), real_col(col::median_seconds), real_col(col::min_seconds),
-                   real_col(col::multiply_adds_per_second),
-                   // NaN where /proc/self/clear_refs cannot reset the high-water mark (not Linux, no permission).
-                   real_col(col::measured_peak_bytes, true), real_col(col::workspace_bytes)});
+  CsvTable timing(timed_run_columns(timing_keys()));
   if (shard.runs_whole(0)) {
     // Large buffers from mmap go back to the system when freed, so each call's growth of the
     // resident set shows its own buffers rather than reused heap.
     mallopt(M_MMAP_THRESHOLD, 64 * 1024);
-    const bool quick = cli.options().quick;
-    const int repeats = quick ? 3 : 5;
-    const auto points = make_points(quick);
-    Progress progress("U7, L2 timing", points.size());
-    for (std::size_t i = 0; i < points.size(); ++i, progress.tick()) {
-      const auto& p = points[i];
-      const auto c = linformer_cost(p.n, p.d, p.d, p.k, sizeof(double));
-      const Measured md = measure<double>(p, repeats, derive_seed(cli.options().seed, i));
-      const Measured mf = measure<float>(p, repeats, derive_seed(cli.options().seed, i));
-      for (int prec = 0; prec < 2; ++prec) {
-        const Measured& m = prec ? mf : md;
-        timing.add_row({p.sweep, prec ? "float" : "double", p.n, p.d, p.k, repeats, m.median, m.min,
-                        c.multiply_adds / m.median, m.peak_bytes,
-                        linformer_cost(p.n, p.d, p.d, p.k, prec ? sizeof(float) : sizeof(double)).workspace_bytes});
-      }
+    const auto points = make_points(cli.options().quick);
+    std::vector<LinformerInput<double>> doubles;
+    std::vector<LinformerInput<float>> floats;
+    doubles.reserve(points.size());
+    floats.reserve(points.size());
+    std::vector<double> peaks;  // per point and precision, in the works' order
+    std::vector<std::function<void()>> works;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      doubles.emplace_back(points[i], derive_seed(cli.options().seed, i));
+      floats.emplace_back(points[i], derive_seed(cli.options().seed, i));
+    }
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      peaks.push_back(doubles[i].peak_bytes());
+      peaks.push_back(floats[i].peak_bytes());
+      works.push_back([&d = doubles[i]] { d.run(); });
+      works.push_back([&f = floats[i]] { f.run(); });
+    }
+    Progress progress("U7, L2 timing", kTimedRounds + 1);
+    const auto seconds = time_interleaved(works, kTimedRounds, true, &progress);
+    for (std::size_t w = 0; w < works.size(); ++w) {
+      const Point& p = points[w / 2];
+      const bool single = w % 2;
+      add_timed_runs(timing, {p.sweep, single ? "float" : "double", p.n, p.d, p.k, peaks[w],
+                              linformer_cost(p.n, p.d, p.d, p.k, single ? sizeof(float) : sizeof(double)).workspace_bytes},
+                     seconds[w]);
     }
   }
   cli.write_table(timing, kTimingTable);
 }
 
 // U7, L2 from linformer_cost.csv and linformer_cost_timing.csv: fitted exponents per sweep of the counts
-// and model (deterministic, linformer_cost_fits.csv) and of the timings and measured peaks
-// (machine-dependent, linformer_cost_fits_timing.csv).
+// and model (deterministic, linformer_cost_fits.csv) and of the medians of the timed runs and the measured peaks
+// (machine-dependent, linformer_cost_fits_timing.csv). Rules fixed here: a timed exponent is linear when its
+// 95% interval lies within [1 - 0.2, 1 + 0.2], not linear when it lies outside, undecided otherwise (judge_band).
+// L2 holds when the time (double) is linear in L, k and d, fails when it is not linear in one of them,
+// inconclusive otherwise. U7 holds when the time is linear in n and the workspace model (and the measured peak,
+// where measurable) is within 0.2 of linear; fails when the time is not linear or the memory is not;
+// inconclusive when only the time's interval is undecided.
 std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem::path& dir) {
-  const TableReader counts(dir / kCountsTable), timing(dir / kTimingTable);
+  const TableReader counts(dir / kCountsTable);
+  const TimedMedians timing(TableReader(dir / kTimingTable), timing_keys());
+  cli.write_table(timing.table(), kMediansTable);
   CsvTable fits_count(fit_columns({text_col(col::sweep), text_col(col::quantity)}));
   CsvTable fits_time(fit_columns({text_col(col::sweep), text_col(col::quantity)}));
-  double worst_time = 0, u7_time = 0, u7_mem = 0, u7_model = 0;
-  std::string per_sweep;  // "L 1.02, k 1.07, d 0.54" for the note
+  std::vector<TimedOutcome> l2;  // the time exponent (double) in L, k and d
+  BandJudgement u7_time{Verdict::inconclusive, 0};
+  double l2_farthest = 0, u7_farthest = 0, u7_mem = 0, u7_model = 0;
+  std::string per_sweep, n_sweep;  // "L 1.02 [0.98, 1.06] (margin +2.10), ..." for the notes
   bool mem_measured = true;
   for (const std::string sweep : {"n", "k", "d"}) {
     std::vector<double> x, ops, model, xt, td, tf, mem;
@@ -174,14 +201,10 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
       ops.push_back(counts.real(i, col::multiply_adds));
       model.push_back(counts.real(i, col::workspace_bytes_double));
     }
-    for (std::size_t i = 0; i < timing.rows(); ++i) {
-      if (timing.text(i, col::sweep) != sweep) continue;
-      if (timing.text(i, col::precision) == "float") {
-        tf.push_back(timing.real(i, col::median_seconds));
-        continue;
-      }
+    for (std::size_t i : timing.where({{col::sweep, sweep}, {col::precision, "float"}})) tf.push_back(timing.time(i).median);
+    for (std::size_t i : timing.where({{col::sweep, sweep}, {col::precision, "double"}})) {
       xt.push_back(size_of(timing, i));
-      td.push_back(timing.real(i, col::median_seconds));
+      td.push_back(timing.time(i).median);
       const double peak = timing.real(i, col::measured_peak_bytes);
       if (std::isfinite(peak) && peak > 0) mem.push_back(peak);
       else mem_measured = false;
@@ -189,34 +212,52 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
     const auto add = [&](CsvTable& t, const char* what, const std::vector<double>& xs, const std::vector<double>& y) {
       const PowerLawFit f = fit_power_law(xs, y);
       t.add_row(fit_row({sweep, what}, f));
-      return f.slope;
+      return f;
     };
     add(fits_count, col::multiply_adds, x, ops);
-    const double model_slope = add(fits_count, col::workspace_bytes, x, model);
-    const double sd = add(fits_time, "median_seconds_double", xt, td);
-    add(fits_time, "median_seconds_float", xt, tf);
-    worst_time = std::max(worst_time, std::abs(sd - 1));
-    per_sweep += fmt::format("{}{} {:.2f}", per_sweep.empty() ? "" : ", ", sweep == "n" ? "L" : sweep, sd);
+    const double model_slope = add(fits_count, col::workspace_bytes, x, model).slope;
+    const PowerLawFit sd = add(fits_time, "median_cpu_seconds_double", xt, td);
+    add(fits_time, "median_cpu_seconds_float", xt, tf);
+    const BandJudgement b = judge_band(slope_estimate(sd), 1 - kExponentTolerance, 1 + kExponentTolerance);
+    // How far from 1 the interval reaches: within the tolerance exactly when the sweep is linear.
+    const double farthest = std::max(std::abs(sd.slope_interval.lower - 1), std::abs(sd.slope_interval.upper - 1));
+    const std::string label = sweep == "n" ? "L" : sweep;
+    l2.push_back({"the time exponent in " + label, b.outcome, b.margin});
+    l2_farthest = std::max(l2_farthest, farthest);
+    const std::string text = fmt::format("{} {:.2f} [{:.2f}, {:.2f}] (margin {})", label, sd.slope, sd.slope_interval.lower,
+                                         sd.slope_interval.upper, margin_text(b.margin));
+    per_sweep += (per_sweep.empty() ? "" : ", ") + text;
     double mem_slope = std::numeric_limits<double>::quiet_NaN();
-    if (mem.size() == xt.size()) mem_slope = add(fits_time, col::measured_peak_bytes, xt, mem);
-    if (sweep == "n") u7_time = sd, u7_mem = mem_slope, u7_model = model_slope;
+    if (mem.size() == xt.size()) mem_slope = add(fits_time, col::measured_peak_bytes, xt, mem).slope;
+    if (sweep == "n") u7_time = b, u7_farthest = farthest, u7_mem = mem_slope, u7_model = model_slope, n_sweep = text;
   }
   cli.write_table(fits_count, kCountFitsTable);
   cli.write_table(fits_time, kTimeFitsTable);
 
   const auto linear = [](double s) { return std::abs(s - 1) <= kExponentTolerance; };
   const bool mem_ok = linear(u7_model) && (!mem_measured || linear(u7_mem));
-  return {{"U7", linear(u7_time) && mem_ok ? Verdict::holds : Verdict::fails,
-           "fitted exponent of Linformer's median time in n at fixed k (double)", u7_time, 1 + kExponentTolerance,
-           cli.evidence_path(kTimingTable),
-           fmt::format("linear means |exponent - 1| <= {}; workspace model exponent {:.3f}; measured peak-memory exponent {}",
-                       kExponentTolerance, u7_model, mem_measured ? fmt::format("{:.3f}", u7_mem) : "not measurable here")},
-          {"L2", worst_time <= kExponentTolerance ? Verdict::holds : Verdict::fails,
-           "largest |exponent - 1| of the median time (double) against L, k and d separately", worst_time,
-           kExponentTolerance, cli.evidence_path(kTimingTable),
+  // U7: the memory exponents are counted or measured once, not timed: they decide alone where they fail.
+  const Verdict u7 = mem_ok ? u7_time.outcome : Verdict::fails;
+  const std::vector<TimedOutcome> u7_outcomes = {
+      {"the time exponent in n", u7_time.outcome, u7_time.margin},
+      {"the memory exponents (counted and measured once, not timed)", mem_ok ? Verdict::holds : Verdict::fails,
+       (mem_ok ? 1 : -1) * std::numeric_limits<double>::infinity()}};
+  const auto count = [&](Verdict v) { return std::count_if(l2.begin(), l2.end(), [&](const TimedOutcome& o) { return o.outcome == v; }); };
+  const Verdict l2_verdict = count(Verdict::fails) > 0 ? Verdict::fails : count(Verdict::holds) == 3 ? Verdict::holds : Verdict::inconclusive;
+  const std::string timed = fmt::format("median CPU times of {} interleaved rounds in {}", kTimedRounds, kMediansTable);
+  return {{"U7", u7, "largest distance from 1 of the 95% interval of Linformer's fitted CPU-time exponent in n at fixed k (double)",
+           u7_farthest, kExponentTolerance, cli.evidence_path(kTimingTable),
+           fmt::format("linear means the interval within 1 +- {}: time exponent {}; workspace model exponent {:.3f}; measured "
+                       "peak-memory exponent {} ({}). {}",
+                       kExponentTolerance, n_sweep, u7_model,
+                       mem_measured ? fmt::format("{:.3f}", u7_mem) : "not measurable here", timed,
+                       margin_sentence(deciding_outcome(u7_outcomes, u7, true)))},
+          {"L2", l2_verdict, "largest distance from 1 of the 95% interval of the CPU-time exponent (double) against L, k and d separately",
+           l2_farthest, kExponentTolerance, cli.evidence_path(kTimingTable),
            "time exponents (double) " + per_sweep +
-               "; the softmax's L k exponentials do not scale with d, so O(L k d') undercounts at small d'; "
-               "fits in linformer_cost_fits_timing.csv, memory model L(d + k) + k d in linformer_cost.csv"}};
+               "; the softmax's L k exponentials do not scale with d, so O(L k d') undercounts at small d'; " + timed +
+               ", fits in linformer_cost_fits_timing.csv, memory model L(d + k) + k d in linformer_cost.csv. " +
+               margin_sentence(deciding_outcome(l2, l2_verdict, true))}};
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // L1, L3: the rank of QK^T, and Linformer's error against L at a fixed k (seed 003).
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cmath>
 #include <fmt/format.h>
 #include <string>
@@ -17,6 +19,8 @@
 #include "attnlab/linalg/numerical_rank.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
+#include "attnlab/lab/correction.hpp"
+#include "attnlab/attention/attention_error.hpp"
 
 using namespace attnlab;
 
@@ -27,6 +31,7 @@ namespace {
 // Column names, spelled once for the tables' writers and their judges (a rename cannot split them).
 namespace col {
 constexpr const char* L = "L";
+constexpr const char* best_over_uniform = "best_over_uniform";
 constexpr const char* bound_min_L_dk = "bound_min_L_dk";
 constexpr const char* d = "d";
 constexpr const char* d_k = "d_k";
@@ -34,6 +39,7 @@ constexpr const char* error_at_largest_L = "error_at_largest_L";
 constexpr const char* error_at_smallest_L = "error_at_smallest_L";
 constexpr const char* error_exponent_in_L = "error_exponent_in_L";
 constexpr const char* family = "family";
+constexpr const char* gaussian_separate_error = "gaussian_separate_error";
 constexpr const char* gaussian_separate_max_error = "gaussian_separate_max_error";
 constexpr const char* gaussian_separate_mean_error = "gaussian_separate_mean_error";
 constexpr const char* gaussian_shared_error = "gaussian_shared_error";
@@ -53,6 +59,8 @@ constexpr const char* useful_at_every_L = "useful_at_every_L";
 // error is below 0.1 AND below the error of the trivial uniform-attention baseline (every
 // output row = mean of V's rows), which costs O(L d) and needs no projection at all.
 constexpr double kUsefulError = 0.1;
+// L3.c: the lengths its statement speaks of, L >= 16 k.
+constexpr std::int64_t kL3cLengthOverK = 16;
 
 // The sweep of a run over its families (the given L and d replace the shapes; k is capped at L).
 struct Sweep {
@@ -92,6 +100,7 @@ bool useful(double e, double baseline) { return e < kUsefulError && e < baseline
 constexpr const char* kRankTable = "linformer_score_rank.csv";
 constexpr const char* kFixedKTable = "linformer_fixed_k.csv";
 constexpr const char* kSummaryTable = "linformer_fixed_k_summary.csv";
+constexpr const char* kFixedKConfirmTable = "linformer_fixed_k_confirm.csv";
 
 // ---- L1: rank(QK^T) <= min(L, d_k), numerical rank with the LAPACK/NumPy tolerance ----
 // Configurations (family, L, d_k) in that nesting; configuration i draws from derive_seed(seed, i).
@@ -145,8 +154,7 @@ void measure_fixed_k(const ExperimentCli& cli, const Sweep& sw, const Shard& sha
     const auto in = cli.given().attention_inputs_of(sw.families[i / nl], l, sw.d, rng);
     const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
     auto& r = res[i - range.begin];
-    const Mat<double> uniform = in.v.colwise().mean().replicate(l, 1);
-    r.baseline = rel_error(uniform, exact);
+    r.baseline = uniform_attention_error(in.v, exact);
     for (int t = 0; t < sw.draws; ++t) {
       const double e = rel_error(
           linformer_attention(in.q, in.k, in.v, gaussian_projections(l, sw.k, ProjectionSharing::separate, rng)), exact);
@@ -168,6 +176,38 @@ void measure_fixed_k(const ExperimentCli& cli, const Sweep& sw, const Shard& sha
                 r.segment, useful(r.gaussian_max, r.baseline), useful(r.segment, r.baseline)});
   }
   cli.write_table(l3, kFixedKTable);
+}
+
+// ---- L3.c: the confirming sweep, at lengths L >= 16 k and a width the main sweep does not use ----
+// Configurations (family, L) in that nesting, configuration i drawn from derive_seed(confirming_seed(seed), i):
+// uniform attention's error, one Gaussian draw of E, F (separate) and the segment-mean E, F at the run's k.
+void measure_fixed_k_confirm(const ExperimentCli& cli, const Sweep& sw, const Shard& shard) {
+  const bool quick = cli.options().quick;
+  const std::vector<Eigen::Index> lengths = {16 * sw.k, 24 * sw.k};
+  const Eigen::Index d = quick ? 8 : 32;
+  std::vector<std::pair<std::size_t, Eigen::Index>> conf;
+  for (std::size_t f = 0; f < sw.families.size(); ++f)
+    for (Eigen::Index l : lengths) conf.emplace_back(f, l);
+  const std::uint64_t seed = confirming_seed(cli.options().seed);
+  const Shard::Range range = shard.range(conf.size());
+  const auto res = run_trials<std::array<double, 3>>(range.size(), "L3.c confirming", [&](std::size_t j) {
+    const auto [f, l] = conf[range.begin + j];
+    Rng rng(derive_seed(seed, range.begin + j));
+    const auto in = make_attention_inputs(sw.families[f], l, d, rng);
+    const Mat<double> exact = linformer_reference_attention(in.q, in.k, in.v);
+    return std::array<double, 3>{
+        uniform_attention_error(in.v, exact),
+        rel_error(linformer_attention(in.q, in.k, in.v, gaussian_projections(l, sw.k, ProjectionSharing::separate, rng)), exact),
+        rel_error(linformer_attention(in.q, in.k, in.v, segment_mean_projections(l, sw.k)), exact)};
+  });
+  CsvTable t({text_col(col::family), int_col(col::L), int_col(col::k), int_col(col::d), real_col(col::uniform_baseline_error),
+              real_col(col::gaussian_separate_error), real_col(col::segment_mean_error), real_col(col::best_over_uniform)});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const auto [f, l] = conf[range.begin + j];
+    const auto& r = res[j];
+    t.add_row({sw.families[f], l, sw.k, d, r[0], r[1], r[2], std::min(r[1], r[2]) / r[0]});
+  }
+  cli.write_table(t, kFixedKConfirmTable);
 }
 
 // L1 from linformer_score_rank.csv: the largest excess of a numerical rank over min(L, d_k).
@@ -248,19 +288,53 @@ ClaimRow judge_fixed_k(const ExperimentCli& cli, const std::filesystem::path& di
   return row;
 }
 
+// L3.c from linformer_fixed_k_confirm.csv: per family, the largest 1 - (better untrained Linformer's error) /
+// (uniform attention's error) at L >= 16 k.
+ClaimRow judge_fixed_k_confirm(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kFixedKConfirmTable);
+  std::vector<std::string> families;
+  std::map<std::string, double> smallest;  // per family: the smallest ratio
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    if (t.integer(i, col::L) < kL3cLengthOverK * t.integer(i, col::k)) continue;
+    const std::string& f = t.text(i, col::family);
+    const double r = t.real(i, col::best_over_uniform);
+    if (smallest.count(f) == 0) families.push_back(f), smallest[f] = r;
+    smallest[f] = std::min(smallest[f], r);
+  }
+  if (families.empty()) return correction_row("L3.c", Verdict::untested, 0, "", "no configuration with L >= 16 k");
+  WorstByCondition worst;
+  std::string ratios;
+  for (const auto& f : families) {
+    const std::string desc = fmt::format("{} {:.3g}", f, smallest[f]);
+    worst.add(f, desc, 1 - smallest[f]);
+    ratios += (ratios.empty() ? "" : "; ") + desc;
+  }
+  const Judgement j = judge_by_condition(worst, correction_definition("L3.c").threshold);
+  return correction_row("L3.c", j.verdict, j.observed, cli.evidence_path(kFixedKConfirmTable),
+                        "smallest ratio of the better untrained Linformer's error to uniform attention's, by family: " +
+                            ratios + (j.note.empty() ? "" : "; " + j.note));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_linformer_rank", "L1, L3: rank of QK^T; Linformer error against L at fixed k",
                     GivenKind::attention);
+  // On given inputs L1 forms Q K^T (n_q x n_k) and its SVD works on a copy, in double.
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(2, g.matrix("q").rows(), g.matrix("k").rows(), "Q K^T and the copy its SVD works on");
+  });
   const std::vector<std::string> families = parse_with_family(cli, argc, argv);
   const auto measure = [&](const Shard& shard) {
     const Sweep sw = make_sweep(cli, families);
     measure_rank(cli, sw, shard);
     measure_fixed_k(cli, sw, shard);
+    if (!cli.uses_given()) measure_fixed_k_confirm(cli, sw, shard);  // the corrected statement is about our families
   };
   const auto judge = [&](const std::filesystem::path& dir) {
-    return std::vector<ClaimRow>{judge_rank(cli, dir), judge_fixed_k(cli, dir)};
+    std::vector<ClaimRow> rows{judge_rank(cli, dir), judge_fixed_k(cli, dir)};
+    if (!cli.uses_given()) rows.push_back(judge_fixed_k_confirm(cli, dir));
+    return rows;
   };
   return run_experiment(cli, {measure, judge});
 }

@@ -673,6 +673,10 @@ int main(int argc, char** argv) {
   int starts = 6;
   cli.add_integer("--starts", starts, "random starts of the factored minimiser, 1 to 100", 1, 100);
   cli.split_measurement();
+  // On given X, B the run copies B and forms the residual B - X Z X^T (n x n each).
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(2, g.matrix("b").rows(), g.matrix("b").rows(), "a copy of B and the residual B - X Z X^T");
+  });
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_regression(cli, shard, starts); },
                               [&](const std::filesystem::path& dir) { return judge_regression(cli, dir); }});

@@ -479,6 +479,12 @@ int main(int argc, char** argv) {
   cli.footer("With --wq --wk, only the zero-padded growth (G7, param_growth.csv) runs, on those weights: "
                    "the parameter counts and the bias augmentation do not depend on weight values.");
   cli.split_measurement();
+  // On given weights G7 forms the scores before and after growth, scaled and not (n x n, n of --x or the sweep's).
+  cli.given_memory_need([&cli](const GivenInputs& g) {
+    Eigen::Index n = 0;
+    for (const Trial& t : trial_plan(cli.options().quick, g).trials) n = std::max(n, t.n);
+    return double_matrices(4, n, n, "the scores before and after growth");
+  });
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_growth(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_growth(cli, dir); }});

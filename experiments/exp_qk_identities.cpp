@@ -338,6 +338,13 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_identities", "R1, R3, R4, R11: exact identities of the Q-K reparameterization (seed 000)",
                     GivenKind::qk_weights_x);
   cli.split_measurement();
+  // On given weights the run forms W_Q W_K^T (d x d) and the scores both ways (n x n, n of --x or the sweep's).
+  cli.given_memory_need([&cli](const GivenInputs& g) {
+    const Eigen::Index d = g.matrix("wq").rows();
+    const std::vector<Eigen::Index> ns = lengths(cli.options().quick, d);
+    const Eigen::Index n = g.has("x") ? g.matrix("x").rows() : *std::max_element(ns.begin(), ns.end());
+    return double_matrices(1, d, d, "W_Q W_K^T") + double_matrices(2, n, n, "the scores X W_Q (X W_K)^T and X M X^T");
+  });
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_identities(cli, shard); },
                               [&](const std::filesystem::path& dir) {

@@ -14,12 +14,15 @@
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
+#include "attnlab/lab/interleaved_timing.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/progress.hpp"
 #include "attnlab/qk/qk_merge.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/rng.hpp"
+#include "attnlab/lab/timed_medians.hpp"
 #include "attnlab/lab/timing.hpp"
+#include "attnlab/lab/timing_verdict.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/lab/weight_claims.hpp"
 
@@ -39,19 +42,29 @@ constexpr const char* d_model = "d_model";
 constexpr const char* factored = "factored";
 constexpr const char* factored_cheaper = "factored_cheaper";
 constexpr const char* factored_cheaper_by_count = "factored_cheaper_by_count";
-constexpr const char* factored_faster = "factored_faster";
+constexpr const char* factored_lower95 = "factored_lower95";
 constexpr const char* factored_madds = "factored_madds";
-constexpr const char* factored_seconds = "factored_seconds";
+constexpr const char* factored_median_cpu_seconds = "factored_median_cpu_seconds";
 constexpr const char* factored_smaller = "factored_smaller";
+constexpr const char* factored_upper95 = "factored_upper95";
+constexpr const char* faster = "faster";
+constexpr const char* form = "form";
 constexpr const char* gemm_bitwise = "gemm_bitwise";
 constexpr const char* gemm_ratio = "gemm_ratio";
 constexpr const char* h = "h";
 constexpr const char* merged = "merged";
+constexpr const char* margin = "margin";
+constexpr const char* merged_lower95 = "merged_lower95";
 constexpr const char* merged_madds = "merged_madds";
-constexpr const char* merged_seconds = "merged_seconds";
+constexpr const char* merged_median_cpu_seconds = "merged_median_cpu_seconds";
+constexpr const char* merged_upper95 = "merged_upper95";
 constexpr const char* n = "n";
 constexpr const char* precision = "precision";
 constexpr const char* reference_bitwise = "reference_bitwise";
+constexpr const char* repeats = "repeats";
+constexpr const char* time_ratio = "time_ratio";
+constexpr const char* time_ratio_lower95 = "time_ratio_lower95";
+constexpr const char* time_ratio_upper95 = "time_ratio_upper95";
 }  // namespace col
 
 constexpr double kRatioThreshold = kResidualRatioThreshold;
@@ -161,7 +174,13 @@ constexpr const char* kParamsTable = "qk_merge_params.csv";
 constexpr const char* kCostsTable = "qk_merge_costs.csv";
 constexpr const char* kCostsConfirmTable = "qk_merge_costs_confirm.csv";
 constexpr const char* kTimingTable = "qk_merge_timing.csv";
+// Written by S2's judge from the timed runs: per configuration, both forms' medians with their 95% intervals,
+// the ratio factored / merged with its interval, and which form is faster (or a tie).
+constexpr const char* kRatioTable = "qk_merge_time_ratio_timing.csv";
 constexpr const char* kSplitTable = "qk_merge_head_split.csv";
+
+// The key columns of the table of S2's timed runs (timed_run_columns adds round and seconds).
+std::vector<Column> timing_keys() { return {int_col(col::n), int_col(col::d), int_col(col::d_k), text_col(col::form)}; }
 
 // Measures the shard's share of S1's and S2's count grids and of S3's trials, and S2's timing sweep (timing
 // sweep 0) whole if it falls to this shard; writes all four tables.
@@ -205,25 +224,35 @@ void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
   }
   cli.write_table(confirm, kCostsConfirmTable);
 
-  // S2 timing: float, one thread, medians of `repeats` runs, serially so runs never compete.
-  CsvTable timing({int_col(col::n), int_col(col::d), int_col(col::d_k), real_col(col::factored_seconds),
-                   real_col(col::merged_seconds), text_col(col::factored_faster),
-                   text_col(col::factored_cheaper_by_count)});
+  // S2 timing: float, one thread, serially so runs never compete; both forms of every configuration round-robin,
+  // `repeats` rounds, every run a row (the judge takes the medians and their intervals).
+  CsvTable timing(timed_run_columns(timing_keys()));
   if (shard.runs_whole(0)) {
+    struct Inputs {
+      Mat<float> x, wq, wk, w;
+    };
     const auto timed = timed_grid(quick);
-    Progress progress("S2 timing", timed.size());
+    std::vector<Inputs> inputs;
     for (std::size_t i = 0; i < timed.size(); ++i) {
       const auto& c = timed[i];
       Rng rng(derive_seed(seed, i));
-      const Mat<float> x = gaussian_matrix<float>(c.n, c.d, rng), wq = gaussian_matrix<float>(c.d, c.dk, rng),
-                       wk = gaussian_matrix<float>(c.d, c.dk, rng);
-      const Mat<float> w = wq * wk.transpose();
-      const double tf = median_seconds([&] { keep_alive(factored_scores(x, wq, wk)); }, repeats);
-      const double tm = median_seconds([&] { keep_alive(merged_scores(x, w)); }, repeats);
-      const bool by_count = factored_score_multiply_adds(double(c.n), double(c.d), double(c.dk)) <
-                            merged_score_multiply_adds(double(c.n), double(c.d));
-      timing.add_row({c.n, c.d, c.dk, tf, tm, tf < tm, by_count});
-      progress.tick();
+      Inputs in;
+      in.x = gaussian_matrix<float>(c.n, c.d, rng);
+      in.wq = gaussian_matrix<float>(c.d, c.dk, rng);
+      in.wk = gaussian_matrix<float>(c.d, c.dk, rng);
+      in.w = in.wq * in.wk.transpose();
+      inputs.push_back(std::move(in));
+    }
+    std::vector<std::function<void()>> works;
+    for (const Inputs& in : inputs) {
+      works.push_back([&in] { keep_alive(factored_scores(in.x, in.wq, in.wk)); });
+      works.push_back([&in] { keep_alive(merged_scores(in.x, in.w)); });
+    }
+    Progress progress("S2 timing", static_cast<std::size_t>(repeats) + 1);
+    const auto seconds = time_interleaved(works, repeats, true, &progress);
+    for (std::size_t j = 0; j < works.size(); ++j) {
+      const auto& c = timed[j / 2];
+      add_timed_runs(timing, {c.n, c.d, c.dk, j % 2 ? "merged" : "factored"}, seconds[j]);
     }
   }
   cli.write_table(timing, kTimingTable);
@@ -261,11 +290,66 @@ ClaimRow judge_s1(const ExperimentCli& cli, const std::filesystem::path& dir) {
           fmt::format("{} (d, d_k) points; exact integer counts d^2 and 2 d d_k", t.rows())};
 }
 
-// S2 from qk_merge_costs.csv (the verdict) and qk_merge_timing.csv (the timed winner, in the note).
+// S2's timed comparison from qk_merge_timing.csv (the timed runs): per configuration, which form's median is
+// faster, decided only where its 95% interval lies strictly below the other's (the ratio's interval then lies
+// below or above 1), a tie otherwise; written to qk_merge_time_ratio_timing.csv. Returns the note's sentence.
+std::string judge_s2_timing(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TimedMedians timing(TableReader(dir / kTimingTable), timing_keys());
+  CsvTable ratios({int_col(col::n), int_col(col::d), int_col(col::d_k), int_col(col::repeats), real_col(col::factored_median_cpu_seconds),
+                   real_col(col::factored_lower95), real_col(col::factored_upper95), real_col(col::merged_median_cpu_seconds),
+                   real_col(col::merged_lower95), real_col(col::merged_upper95), real_col(col::time_ratio),
+                   real_col(col::time_ratio_lower95), real_col(col::time_ratio_upper95), text_col(col::faster),
+                   text_col(col::factored_cheaper_by_count), real_col(col::margin, true)});
+  int factored = 0, merged = 0, ties = 0, agree = 0;
+  std::size_t repeats = 0;
+  std::string nearest;  // the decided configuration nearest to a tie, and its margin
+  double nearest_margin = std::numeric_limits<double>::infinity();
+  for (const auto& config : timing.distinct({col::n, col::d, col::d_k})) {
+    const auto at = [&](const char* form) {
+      const auto i = timing.where({{col::n, config[0]}, {col::d, config[1]}, {col::d_k, config[2]}, {col::form, form}});
+      if (i.size() != 1)
+        throw std::runtime_error(fmt::format("{}: {} timed configuration(s) of the {} form at n = {}, d = {}, d_k = {}",
+                                             timing.path().string(), i.size(), form, config[0], config[1], config[2]));
+      return i[0];
+    };
+    const std::size_t f = at("factored"), m = at("merged");
+    const Estimate ef = timing.estimate(f), em = timing.estimate(m);
+    const Estimate r = ratio_estimate(ef, em);
+    const double margin = separation_margin(ef, em);  // > 1: factored faster, < -1: merged faster
+    // The ratio's interval lies below 1 exactly when factored's interval lies strictly below merged's.
+    const std::string faster = ef.upper < em.lower ? "factored" : em.upper < ef.lower ? "merged" : "tie";
+    const std::int64_t n = timing.integer(f, col::n), d = timing.integer(f, col::d), dk = timing.integer(f, col::d_k);
+    const bool by_count = factored_score_multiply_adds(double(n), double(d), double(dk)) < merged_score_multiply_adds(double(n), double(d));
+    ratios.add_row({n, d, dk, static_cast<long long>(timing.time(f).count), ef.value, ef.lower, ef.upper, em.value, em.lower,
+                    em.upper, r.value, r.lower, r.upper, faster, by_count, margin});
+    repeats = timing.time(f).count;
+    if (faster == "tie") {
+      ++ties;
+    } else {
+      (faster == "factored" ? factored : merged) += 1;
+      agree += (faster == "factored") == by_count;
+    }
+    if (faster != "tie" && std::abs(margin) < std::abs(nearest_margin)) {
+      nearest_margin = margin;
+      nearest = fmt::format("n = {}, d = {}, d_k = {}", n, d, dk);
+    }
+  }
+  cli.write_table(ratios, kRatioTable);
+  return fmt::format("timed (float, 1 thread, both forms round-robin, the median CPU time of {} runs with its 95% interval): factored faster in {}, "
+                     "merged faster in {}, a tie (the intervals overlap) in {} of {} configurations; the faster form is the "
+                     "cheaper by count in {} of the {} decided ({}){}",
+                     repeats, factored, merged, ties, factored + merged + ties, agree, factored + merged, cli.evidence_path(kRatioTable),
+                     nearest.empty() ? std::string(".")
+                                     : fmt::format("; the decided configuration nearest to a tie: {}, margin {} half-widths of the "
+                                                   "intervals (beyond +-1 decided, + factored faster).",
+                                                   nearest, margin_text(nearest_margin)));
+}
+
+// S2 from qk_merge_costs.csv (the verdict) and qk_merge_timing.csv (the timed comparison, in the note).
 // Fixed rule: holds if the factored form is cheaper at every grid point, fails if at none, conditional
 // otherwise (the condition being the exact crossover). A grid point per condition: judge_by_condition's
 // verdict is that rule; the note is this claim's own.
-ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, int repeats) {
+ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader costs(dir / kCostsTable);
   S2Tally s2;
   double min_cross_frac = 1, max_cross_frac = 0;
@@ -284,11 +368,6 @@ ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, in
     min_cross_frac = std::min(min_cross_frac, cross_frac);
     max_cross_frac = std::max(max_cross_frac, cross_frac);
   }
-  const TableReader timing(dir / kTimingTable);
-  int agree = 0;
-  for (std::size_t i = 0; i < timing.rows(); ++i)
-    agree += timing.text(i, col::factored_faster) == timing.text(i, col::factored_cheaper_by_count);
-
   std::string by_fraction;
   for (std::size_t fi = 0; fi < kFractions.size(); ++fi)
     by_fraction += fmt::format("{}d_k/d = {:.4g}: {}/{}", fi ? "; " : "", kFractions[fi], cheaper_at[fi], points_at[fi]);
@@ -296,10 +375,8 @@ ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir, in
   return {"S2", j.verdict, kS2Metric, j.observed, 1.0, cli.evidence_path(kCostsTable),
           fmt::format("counts equal the comment's formulas 2 n d d_k + n^2 d_k and n d^2 + n^2 d exactly (Eigen GEMM does a b c "
                       "multiply-adds); factored is cheaper iff d_k < d (d + n) / (2 d + n), which over the grid lies between "
-                      "{:.3f} d and {:.3f} d; factored cheaper at [{}]; timed winner (float, 1 thread, median of {}) agrees "
-                      "with the count in {}/{} configurations ({})",
-                      min_cross_frac, max_cross_frac, by_fraction, repeats, agree, timing.rows(),
-                      cli.evidence_path(kTimingTable))};
+                      "{:.3f} d and {:.3f} d; factored cheaper at [{}]; {}",
+                      min_cross_frac, max_cross_frac, by_fraction, judge_s2_timing(cli, dir))};
 }
 
 // S2.c from qk_merge_costs_confirm.csv: where the counted comparison and the statement's exact criterion
@@ -351,13 +428,16 @@ ClaimRow judge_s3(const ExperimentCli& cli, const std::filesystem::path& dir) {
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_merge", "seed 001: merged W_QK vs W_Q, W_K: parameters, cost, head split");
   cli.footer("Takes no .npy inputs: it counts parameters and operations and times sizes, none of which depend on weight values.");
-  int repeats = 5;
-  cli.add_integer("--repeats", repeats, "timed repeats per configuration (median kept), 1 to 1000", 1, 1000);
+  int repeats = kTimedRounds;
+  cli.add_integer("--repeats", repeats,
+                  fmt::format("timed runs of each form per configuration, round-robin (their median and its 95% interval "
+                              "kept), {} to 1000", min_median_interval_count()),
+                  static_cast<int>(min_median_interval_count()), 1000);
   cli.split_measurement();
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_merge(cli, shard, repeats); },
                               [&](const std::filesystem::path& dir) {
-                                return std::vector<ClaimRow>{judge_s1(cli, dir), judge_s2(cli, dir, repeats), judge_s3(cli, dir),
+                                return std::vector<ClaimRow>{judge_s1(cli, dir), judge_s2(cli, dir), judge_s3(cli, dir),
                                                              judge_s2_correction(cli, dir)};
                               }});
 }

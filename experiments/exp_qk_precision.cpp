@@ -102,9 +102,12 @@ double condition_number(const Eigen::MatrixXd& w) {
   return s(s.size() - 1) > 0 ? s(0) / s(s.size() - 1) : std::numeric_limits<double>::infinity();
 }
 
+// The sequence length n when X is drawn.
+Eigen::Index sweep_length(bool quick) { return quick ? 32 : 128; }
+
 // The sweep: d x d_k x cond(W) x repetition, or the one configuration of the given weights (and X).
 std::vector<Config> sweep(bool quick, const GivenInputs& given) {
-  const Eigen::Index n = given.has("x") ? given.matrix("x").rows() : quick ? 32 : 128;
+  const Eigen::Index n = given.has("x") ? given.matrix("x").rows() : sweep_length(quick);
   std::vector<Config> configs;
   if (given.used()) {
     const QkWeights w = given.qk_weights();
@@ -188,6 +191,11 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_precision", "R9: rounding of the eigen-decomposition route vs the direct product (seed 000)",
                     GivenKind::qk_weights_x);
   cli.split_measurement();
+  // On given weights the run forms the scores and their reference (n x n, n of --x or the sweep's).
+  cli.given_memory_need([&cli](const GivenInputs& g) {
+    const Eigen::Index n = g.has("x") ? g.matrix("x").rows() : sweep_length(cli.options().quick);
+    return double_matrices(2, n, n, "the scores X M X^T and their reference");
+  });
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_precision(cli, shard); },
                               [&](const std::filesystem::path& dir) { return judge_precision(cli, dir); }});

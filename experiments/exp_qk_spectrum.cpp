@@ -310,6 +310,10 @@ int main(int argc, char** argv) {
   ExperimentCli cli("exp_qk_spectrum", "R2, R5, R6, R10: rank and spectrum of W_Q W_K^T and S_w (seed 000)",
                     GivenKind::qk_weights);
   cli.split_measurement();
+  // On given weights the run forms W_Q W_K^T and S_w (d x d), in double as in float.
+  cli.given_memory_need([](const GivenInputs& g) {
+    return double_matrices(2, g.matrix("wq").rows(), g.matrix("wq").rows(), "W_Q W_K^T and S_w");
+  });
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_spectrum(cli, shard); },
                               [&](const std::filesystem::path& dir) {

@@ -1,20 +1,26 @@
-// R12, L5 and U18 on ViTs trained here: does replacing W_Q W_K^T by its symmetric part keep a trained model's
-// behaviour (seed 000), is trained attention low rank, and do the approximations approximate it (seeds 002, 003)?
+// R12, L5 and U18 on the models trained here, on both testbeds (the Fashion-MNIST ViT and the recall model): does
+// replacing W_Q W_K^T by its symmetric part keep a trained model's behaviour (seed 000), is trained attention low
+// rank, and do the approximations approximate it (seeds 002, 003)?
 //
 // The models: the exact and symmetric checkpoints of every seed that exp_vit_training wrote into
-// <out>/checkpoints/<method>/seed-<k>/ (make results runs this experiment after it, into the same directory: the
-// verdicts judge the models trained in the same run); --quick without them trains the same quick models here.
-// Each per-model metric is measured on every seed's model and judged by its mean over the seeds with a 95%
-// Student-t interval. --checkpoint DIR analyses a user's checkpoint: tables only, no ledger rows.
+// <out>/checkpoints/<method>/seed-<k>/ and exp_recall_training into <out>/checkpoints/recall/<method>/seed-<k>/
+// (make results runs this experiment after both, into the same directory: the verdicts judge the models trained in
+// the same run; a run that trained only one testbed is judged on that one, the note says so); --quick without them
+// trains the same quick models here. Each per-model metric is measured on every seed's model and judged by its mean
+// over the seeds with a 95% Student-t interval, task by task; each claim's ledger verdict combines the two tasks'
+// by lab/task_verdict.hpp's rule. --checkpoint DIR analyses a user's checkpoint (either model): tables only, no
+// ledger rows.
 //
-// Measured and judged apart: each table group is a sweep in a fixed order (seeds x models for the skew and S_w
-// tables; seeds x heads, then the random families, for the spectra; seeds x approximations, then the
-// approximations on the random families, for the swaps), of which --shard I/N runs its block.
+// Measured and judged apart: each table group is a sweep in a fixed order, the ViT's configurations then the
+// recall model's (seeds x models for the skew and S_w tables; seeds x heads, then the random families at the
+// task's n and d_k, for the spectra; seeds x approximations, then the approximations on the random families, for
+// the swaps), of which --shard I/N runs its block. Every table has a `task` column.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,14 +37,17 @@
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/lab/paired_change.hpp"
 #include "attnlab/lab/progress.hpp"
+#include "attnlab/lab/recall_tables.hpp"
 #include "attnlab/lab/seed_means.hpp"
 #include "attnlab/lab/spectrum_table.hpp"
+#include "attnlab/lab/task_verdict.hpp"
 #include "attnlab/lab/training_tables.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/model/analysis/attention_swap.hpp"
 #include "attnlab/model/analysis/head_spectra.hpp"
 #include "attnlab/model/analysis/qk_skew.hpp"
 #include "attnlab/model/analysis/swap_errors.hpp"
+#include "attnlab/model/recall_protocol.hpp"
 #include "attnlab/model/training_protocol.hpp"
 
 using namespace attnlab;
@@ -85,12 +94,11 @@ constexpr double kUsefulError = 0.1;
 constexpr std::int64_t kSpectrumImages = 64, kQuickSpectrumImages = 4;
 constexpr std::int64_t kSwapImages = 16, kQuickSwapImages = 2;
 constexpr int kFamilyDraws = 8, kQuickFamilyDraws = 1;
+// The test items each accuracy is measured on in --quick: the first 256 images (the recall model: its quick test set).
 // The P read here must be the one the exact method applied: P V against the model's own head output,
 // relative. The model runs in float (about 1e-6); a wrong P (a missing scale, a transposed product) is off by
 // order one.
 constexpr double kHeadOutputCheck = 1e-3;
-
-using Model = ViT<float>;
 
 // ---- The tables, and the names both their writer and the judges use ----
 constexpr const char* kSkewFile = "trained_skew_share.csv";
@@ -101,9 +109,9 @@ constexpr const char* kSpectrumFile = "trained_attention_spectrum.csv";
 constexpr const char* kSwapErrorFile = "trained_swap_error.csv";
 constexpr const char* kSwapAccuracyFile = "trained_swap_accuracy.csv";
 namespace col {
-constexpr const char *kModel = "model", *kSeed = "seed", *kLayer = "layer", *kHead = "head", *kSource = "source";
+constexpr const char *kTask = "task", *kModel = "model", *kSeed = "seed", *kLayer = "layer", *kHead = "head", *kSource = "source";
 constexpr const char *kTestAccuracy = "test_accuracy", *kAugmentedSkewShare = "augmented_skew_share", *kSamples = "samples";
-constexpr const char *kRank90Trained = "rank90_trained", *kRank90Init = "rank90_init", *kTestImages = "test_images";
+constexpr const char *kRank90Trained = "rank90_trained", *kRank90Init = "rank90_init", *kTestItems = "test_items";
 constexpr const char *kRank90CentredTrained = "rank90_centred_trained", *kRank90CentredInit = "rank90_centred_init";
 constexpr const char *kMethod = "method", *kParameter = "parameter", *kValue = "value", *kMeanRelError = "mean_rel_error";
 }  // namespace col
@@ -116,45 +124,85 @@ constexpr const char* kInitSource = "initialisation";
 constexpr const char* kTrainedLayer = "trained layer ";
 
 // Linformer's k from ceil(n/8) (the trained model's) up to n/2; random features D from d_k to the training's
-// 256; Nystrom's landmarks from 16 to the seed's 64.
+// 256; Nystrom's landmarks from 16 to the seed's 64, below n only (at m = n the segment means are the tokens and
+// Nystrom is exact attention up to its pseudoinverse: the recall model's n = 64 keeps 16 and 32).
 std::vector<SwapConfig> swap_configs(Eigen::Index n, bool quick) {
   const Eigen::Index k8 = LinformerTrain<float>::default_projection_k(n);
   const char* seg = kLinformerSegmentMeans;
+  std::vector<SwapConfig> out;
   if (quick)
-    return {{"linear-elu", "-", 0}, {"linformer", "k", k8}, {seg, "k", k8}, {"random-fourier", "D", 16}, {"favor", "D", 16},
-            {"nystrom", "m", 16}};
-  return {{"linear-elu", "-", 0},  {"linear-shen", "-", 0},       {"linformer", "k", k8},         {"linformer", "k", n / 4},
-          {"linformer", "k", n / 2}, {seg, "k", k8},           {seg, "k", n / 4},              {seg, "k", n / 2},
-          {"random-fourier", "D", 16}, {"random-fourier", "D", 64}, {"random-fourier", "D", 256}, {"favor", "D", 16},
-          {"favor", "D", 64},        {"favor", "D", 256},         {"nystrom", "m", 16},           {"nystrom", "m", 32},
-          {"nystrom", "m", 64}};
+    out = {{"linear-elu", "-", 0}, {"linformer", "k", k8}, {seg, "k", k8}, {"random-fourier", "D", 16}, {"favor", "D", 16},
+           {"nystrom", "m", 16}};
+  else
+    out = {{"linear-elu", "-", 0},  {"linear-shen", "-", 0},       {"linformer", "k", k8},         {"linformer", "k", n / 4},
+           {"linformer", "k", n / 2}, {seg, "k", k8},           {seg, "k", n / 4},              {seg, "k", n / 2},
+           {"random-fourier", "D", 16}, {"random-fourier", "D", 64}, {"random-fourier", "D", 256}, {"favor", "D", 16},
+           {"favor", "D", 64},        {"favor", "D", 256},         {"nystrom", "m", 16},           {"nystrom", "m", 32},
+           {"nystrom", "m", 64}};
+  std::erase_if(out, [n](const SwapConfig& c) { return c.parameter == "m" && c.value >= n; });
+  return out;
 }
 
 // ---- Measurement: one function per table group, each a sweep in a fixed order, the shard's block only ----
 
+// The part of a sweep of `size` configurations, laid out after `offset` others (the tasks' sweeps one after
+// another), that the shard's `range` of the whole covers, as a range of this task's own configurations.
+Shard::Range task_part(const Shard::Range& range, std::size_t offset, std::size_t size) {
+  const std::size_t begin = std::clamp(range.begin, offset, offset + size), end = std::clamp(range.end, offset, offset + size);
+  return {begin - offset, end - offset};
+}
+
+// One task's models and test set. Model: ViT<float> (test: Fashion-MNIST's images) or RecallModel<float> (the recall
+// test set's sequences).
+template <typename Model>
 struct Context {
   const ExperimentCli& cli;
-  const Shard& shard;
-  const ImageSet& test;
-  const TrainedModels<float>& run;  // methods {exact, symmetric}, or the user's one model
+  const char* task;
+  const typename Model::Data& test;
+  const TrainedModels<float, Model>& run;           // methods {exact, symmetric}, or the user's one model
   const std::vector<std::unique_ptr<Model>>& init;  // per seed: the trained model's initialisation
-  Progress& progress;
+  Progress* progress;                               // set once the sweeps' sizes are known
   bool quick;
-  std::int64_t test_count;  // the test images each accuracy is measured on
+  std::int64_t test_count;  // the test items each accuracy is measured on
   int seeds() const { return run.seeds(); }
   const Model& trained(int k) const { return run.at(0, k); }
   const Model* symmetric(int k) const { return run.methods.size() > 1 ? &run.at(1, k) : nullptr; }
   bool exact() const { return trained(0).config().attention.method == "exact"; }
+  // The sweeps' sizes.
+  std::size_t skew_configs() const { return static_cast<std::size_t>(seeds()) * (symmetric(0) ? 3 : 2); }
+  std::size_t swap_model_configs() const { return static_cast<std::size_t>(seeds()) * (exact() ? (symmetric(0) ? 3 : 2) : 0); }
+  std::size_t heads() const { return static_cast<std::size_t>(trained(0).config().layers * trained(0).config().heads); }
+  std::size_t spectrum_configs() const { return heads() * static_cast<std::size_t>(seeds()) + attention_families().size(); }
+  std::vector<SwapConfig> swaps() const { return exact() ? swap_configs(trained(0).config().tokens(), quick) : std::vector<SwapConfig>{}; }
+  std::size_t swap_configs_count() const { return swaps().size() * static_cast<std::size_t>(seeds() + 1); }
+};
+
+struct TrainedTables {
+  CsvTable skew{{text_col(col::kTask), text_col(col::kModel), text_col("method"), int_col(col::kSeed), int_col(col::kLayer),
+                 int_col(col::kHead), real_col("m_norm"), real_col("skew_share"), real_col("augmented_m_norm"),
+                 real_col(col::kAugmentedSkewShare), real_col("split_residual")}};
+  CsvTable swap{{text_col(col::kTask), text_col(col::kModel), text_col("attention"), int_col(col::kSeed), int_col(col::kTestItems),
+                 int_col("test_rows"), int_col("test_correct"), real_col(col::kTestAccuracy), real_col("accuracy_lower95"),
+                 real_col("accuracy_upper95"), real_col("agreement_with_trained"), real_col("max_abs_logit_change"),
+                 real_col("mean_abs_logit_change"), real_col("mean_abs_logit")}};
+  spectrum_table::Tables spectra;
+  CsvTable per_image{{text_col(col::kTask), int_col(col::kSeed), int_col(col::kLayer), int_col(col::kHead), int_col("image"),
+                      int_col(col::kRank90Trained), int_col(col::kRank90Init), int_col(col::kRank90CentredTrained),
+                      int_col(col::kRank90CentredInit)}};
+  CsvTable swap_error{{text_col(col::kTask), text_col(col::kMethod), text_col(col::kParameter), int_col(col::kValue),
+                       text_col(col::kSource), int_col(col::kSeed), int_col(col::kLayer), int_col(col::kSamples),
+                       real_col(col::kMeanRelError), real_col("max_rel_error"), text_col("useful")}};
+  CsvTable swap_accuracy{{text_col(col::kTask), text_col(col::kMethod), text_col(col::kParameter), int_col(col::kValue),
+                          int_col(col::kSeed), text_col("attention"), int_col(col::kTestItems), int_col("test_rows"),
+                          int_col("test_correct"), real_col(col::kTestAccuracy), real_col("accuracy_lower95"),
+                          real_col("accuracy_upper95"), real_col("accuracy_drop")}};
 };
 
 // R12 (1): the skew share of every head's M; a configuration is (seed, model): trained, initialisation,
 // trained with S_w scores.
-void measure_skew(const Context& x) {
+template <typename Model>
+void measure_skew(const Context<Model>& x, const Shard::Range& range, CsvTable& skew) {
   const std::size_t per_seed = x.symmetric(0) ? 3 : 2;
-  CsvTable skew({text_col(col::kModel), text_col("method"), int_col(col::kSeed), int_col(col::kLayer), int_col(col::kHead),
-                 real_col("m_norm"), real_col("skew_share"), real_col("augmented_m_norm"), real_col(col::kAugmentedSkewShare),
-                 real_col("split_residual")});
-  const Shard::Range range = x.shard.range(static_cast<std::size_t>(x.seeds()) * per_seed);
   for (std::size_t c = range.begin; c < range.end; ++c) {
     const int k = static_cast<int>(c / per_seed);
     const std::size_t which = c % per_seed;
@@ -166,27 +214,23 @@ void measure_skew(const Context& x) {
         const auto& s = heads[static_cast<std::size_t>(h)];
         const double residual = std::max(s.weights.split_residual, s.augmented.split_residual);
         if (!(residual <= 1e-12))
-          throw std::runtime_error(fmt::format("{} seed {} layer {} head {}: S_w, R_w split residual {:.3g}", label, k, l, h, residual));
-        skew.add_row({label, m.config().attention.method, k, l, h, s.weights.m_norm, s.weights.skew_share, s.augmented.m_norm,
+          throw std::runtime_error(fmt::format("{} {} seed {} layer {} head {}: S_w, R_w split residual {:.3g}", x.task, label, k, l, h,
+                                               residual));
+        skew.add_row({x.task, label, m.config().attention.method, k, l, h, s.weights.m_norm, s.weights.skew_share, s.augmented.m_norm,
                       s.augmented.skew_share, residual});
       }
     }
   }
-  x.cli.write_table(skew, kSkewFile);
 }
 
 // R12 (2): test accuracy and logits of the trained model, of the same weights with every head's M replaced by
 // S_w at inference, and of the model trained with S_w scores; a configuration is (seed, one of these).
-void measure_symmetric_swap(const Context& x) {
-  CsvTable swap({text_col(col::kModel), text_col("attention"), int_col(col::kSeed), int_col(col::kTestImages),
-                 int_col("test_correct"), real_col(col::kTestAccuracy), real_col("accuracy_lower95"),
-                 real_col("accuracy_upper95"), real_col("agreement_with_trained"), real_col("max_abs_logit_change"),
-                 real_col("mean_abs_logit_change"), real_col("mean_abs_logit")});
+template <typename Model>
+void measure_symmetric_swap(const Context<Model>& x, const Shard::Range& range, CsvTable& swap) {
   const std::size_t per_seed = x.exact() ? (x.symmetric(0) ? 3 : 2) : 0;
-  const Shard::Range range = x.shard.range(static_cast<std::size_t>(x.seeds()) * per_seed);
   if (!x.exact())
     fmt::print(stderr, "{}: the checkpoint's method is not exact: the M -> S_w replacement is measured on exact models only\n", x.cli.name());
-  for (int k = 0; k < x.seeds(); ++k) {
+  for (int k = 0; k < x.seeds() && per_seed > 0; ++k) {
     const SeedBlock b = seed_block(range, per_seed, k);
     if (b.empty()) continue;
     const ModelScore base = score_model(x.trained(k), x.test, x.test_count);  // every row compares with it
@@ -197,93 +241,84 @@ void measure_symmetric_swap(const Context& x) {
                            : which == 1 ? score_model(with_attention(x.trained(k), replaced), x.test, x.test_count)
                                         : score_model(*x.symmetric(k), x.test, x.test_count);
       const ScoreChange d = score_change(base, s);
-      swap.add_row({which == 0 ? kTrainedRow : which == 1 ? kReplacedRow : kSymmetricRow, s.attention, k, x.test_count,
-                    s.correct, s.accuracy(), s.cp.lower, s.cp.upper, d.agreement, d.max_abs_logit_change,
+      swap.add_row({x.task, which == 0 ? kTrainedRow : which == 1 ? kReplacedRow : kSymmetricRow, s.attention, k, x.test_count,
+                    s.count(), s.correct, s.accuracy(), s.cp.lower, s.cp.upper, d.agreement, d.max_abs_logit_change,
                     d.mean_abs_logit_change, s.logits.cast<double>().cwiseAbs().mean()});
     }
-    x.progress.tick(b.size());
-    x.progress.milestone(fmt::format("R12: seed {}: test accuracy of the models with and without S_w ({} images)", k, x.test_count));
+    x.progress->tick(b.size());
+    x.progress->milestone(fmt::format("R12: {} seed {}: test accuracy of the models with and without S_w ({} items)", x.task, k,
+                                     x.test_count));
   }
-  x.cli.write_table(swap, kSwapFile);
 }
 
-// The seeded sample of test images whose P are decomposed (L5) and whose q, k, v the swaps see (U18).
-std::vector<std::int64_t> spectrum_sample(const Context& x) {
+// The seeded sample of test items whose P are decomposed (L5) and whose q, k, v the swaps see (U18).
+template <typename Model>
+std::vector<std::int64_t> spectrum_sample(const Context<Model>& x) {
   return seeded_sample(x.test.count(), x.quick ? kQuickSpectrumImages : kSpectrumImages, x.cli.options().seed, 5);
 }
 
-// L5: singular values of P on a seeded sample of test images, per (seed, layer, head) of the trained model and
-// of its initialisation (paired image by image), then on L3's random families at the model's n and d_k.
-void measure_spectra(const Context& x) {
-  const ViTConfig& config = x.trained(0).config();
+// L5: singular values of P on a seeded sample of test items, per (seed, layer, head) of the trained model and
+// of its initialisation (paired item by item), then on L3's random families at the model's n and d_k.
+template <typename Model>
+void measure_spectra(const Context<Model>& x, const Shard::Range& range, TrainedTables& t) {
+  const auto& config = x.trained(0).config();
   const std::string trained_source = "trained " + config.attention.method;
   const Eigen::Index H = config.heads, n = config.tokens(), dk = config.key_head_width();
-  const std::size_t heads = static_cast<std::size_t>(config.layers * H), model_configs = heads * static_cast<std::size_t>(x.seeds());
+  const std::size_t heads = x.heads(), model_configs = heads * static_cast<std::size_t>(x.seeds());
   const auto& families = attention_families();
-  const Shard::Range range = x.shard.range(model_configs + families.size());
   const std::vector<std::int64_t> sample = spectrum_sample(x);
-  spectrum_table::Tables rows(n, dk, LinformerTrain<float>::default_projection_k(n));
-  CsvTable per_image({int_col(col::kSeed), int_col(col::kLayer), int_col(col::kHead), int_col("image"), int_col(col::kRank90Trained),
-                      int_col(col::kRank90Init), int_col(col::kRank90CentredTrained), int_col(col::kRank90CentredInit)});
+  t.spectra.begin_task(x.task, n, dk, LinformerTrain<float>::default_projection_k(n));
   for (int k = 0; k < x.seeds(); ++k) {
     const auto [first, last] = seed_block(range, heads, k);
     if (first >= last) continue;
-    // [image] -> the heads' spectra, trained and at initialisation.
+    // [item] -> the heads' spectra, trained and at initialisation.
     std::vector<std::vector<SampleSpectrum>> trained(sample.size()), init(sample.size());
     parallel_trials(sample.size(), [&](std::size_t i) {
-      trained[i] = image_head_spectra(x.trained(k), x.test, sample[i], first, last, kEnergyFraction, kEnergyFractionHigh,
-                                      x.exact(), kHeadOutputCheck);
-      init[i] = image_head_spectra(*x.init[static_cast<std::size_t>(k)], x.test, sample[i], first, last, kEnergyFraction,
-                                   kEnergyFractionHigh, x.exact(), kHeadOutputCheck);
+      trained[i] = item_head_spectra(x.trained(k), x.test, sample[i], first, last, kEnergyFraction, kEnergyFractionHigh, x.exact(),
+                                     kHeadOutputCheck);
+      init[i] = item_head_spectra(*x.init[static_cast<std::size_t>(k)], x.test, sample[i], first, last, kEnergyFraction,
+                                  kEnergyFractionHigh, x.exact(), kHeadOutputCheck);
     });
     for (std::size_t j = first; j < last; ++j) {
       const Eigen::Index l = static_cast<Eigen::Index>(j) / H, h = static_cast<Eigen::Index>(j) % H;
-      std::vector<SampleSpectrum> t, s;
+      std::vector<SampleSpectrum> tr, s;
       for (std::size_t i = 0; i < sample.size(); ++i) {
-        t.push_back(trained[i][j - first]);
+        tr.push_back(trained[i][j - first]);
         s.push_back(init[i][j - first]);
-        per_image.add_row({k, l, h, sample[i], t.back().rank, s.back().rank, t.back().rank_centred, s.back().rank_centred});
+        t.per_image.add_row({x.task, k, l, h, sample[i], tr.back().rank, s.back().rank, tr.back().rank_centred, s.back().rank_centred});
       }
-      rows.add(trained_source, st::kModelKind, k, l, h, t);
-      rows.add(kInitSource, st::kModelKind, k, l, h, s);
+      t.spectra.add(trained_source, st::kModelKind, k, l, h, tr);
+      t.spectra.add(kInitSource, st::kModelKind, k, l, h, s);
     }
-    x.progress.tick(last - first);
-    x.progress.milestone(fmt::format("L5: seed {}: P's spectra, {} heads x {} test images, trained and initial", k, last - first, sample.size()));
+    x.progress->tick(last - first);
+    x.progress->milestone(fmt::format("L5: {} seed {}: P's spectra, {} heads x {} test items, trained and initial", x.task, k,
+                                     last - first, sample.size()));
   }
   const auto [f_first, f_last] = block_after(range, model_configs);
   const auto family = family_spectra(f_first, f_last, static_cast<std::size_t>(x.quick ? kQuickFamilyDraws : kFamilyDraws), n, dk,
                                      x.cli.options().seed, kEnergyFraction, kEnergyFractionHigh);
-  for (std::size_t f = f_first; f < f_last; ++f) rows.add(families[f], st::kFamilyKind, st::kNoSeed, 0, 0, family[f - f_first]);
-  x.progress.tick(f_last - f_first);
-  x.cli.write_table(rows.rank(), kRankFile);
-  x.cli.write_table(per_image, kRankImagesFile);
-  x.cli.write_table(rows.spectrum(), kSpectrumFile);
+  for (std::size_t f = f_first; f < f_last; ++f) t.spectra.add(families[f], st::kFamilyKind, st::kNoSeed, 0, 0, family[f - f_first]);
+  x.progress->tick(f_last - f_first);
 }
 
 // U18: each approximation swapped into every layer of each seed's trained exact model: a configuration is
 // (seed, approximation) (its error in each trained layer and its accuracy), then after them each approximation
 // on L3's random families at the model's n and d_k (seed independent).
-void measure_swaps(const Context& x) {
-  const ViTConfig& config = x.trained(0).config();
+template <typename Model>
+void measure_swaps(const Context<Model>& x, const Shard::Range& range, TrainedTables& t) {
+  const auto& config = x.trained(0).config();
   const Eigen::Index L = config.layers, n = config.tokens(), dk = config.key_head_width();
-  const std::vector<SwapConfig> configs = x.exact() ? swap_configs(n, x.quick) : std::vector<SwapConfig>{};
-  CsvTable swap_error({text_col(col::kMethod), text_col(col::kParameter), int_col(col::kValue), text_col(col::kSource),
-                       int_col(col::kSeed), int_col(col::kLayer), int_col(col::kSamples), real_col(col::kMeanRelError),
-                       real_col("max_rel_error"), text_col("useful")});
-  CsvTable swap_accuracy({text_col(col::kMethod), text_col(col::kParameter), int_col(col::kValue), int_col(col::kSeed),
-                          text_col("attention"), int_col(col::kTestImages), int_col("test_correct"), real_col(col::kTestAccuracy),
-                          real_col("accuracy_lower95"), real_col("accuracy_upper95"), real_col("accuracy_drop")});
+  const std::vector<SwapConfig> configs = x.swaps();
   const std::size_t C = configs.size(), model_configs = C * static_cast<std::size_t>(x.seeds());
-  const Shard::Range range = x.shard.range(model_configs + C);
   const std::vector<std::int64_t> sample = spectrum_sample(x);
   const std::size_t n_swap = std::min<std::size_t>(static_cast<std::size_t>(x.quick ? kQuickSwapImages : kSwapImages), sample.size());
   for (int k = 0; k < x.seeds() && C > 0; ++k) {
     const auto [first, last] = seed_block(range, C, k);
     if (first >= last) continue;
     std::vector<std::unique_ptr<Model>> swapped;
-    for (std::size_t c = first; c < last; ++c) swapped.push_back(swapped_model<float>(x.trained(k), configs[c]));
-    std::vector<std::vector<LayerSwapError>> per_image(n_swap);  // [image][(c - first) L + l]
-    parallel_trials(n_swap, [&](std::size_t i) { per_image[i] = image_swap_errors(x.trained(k), swapped, x.test, sample[i]); });
+    for (std::size_t c = first; c < last; ++c) swapped.push_back(swapped_model(x.trained(k), configs[c]));
+    std::vector<std::vector<LayerSwapError>> per_image(n_swap);  // [item][(c - first) L + l]
+    parallel_trials(n_swap, [&](std::size_t i) { per_image[i] = item_swap_errors(x.trained(k), swapped, x.test, sample[i]); });
     const ModelScore base = score_model(x.trained(k), x.test, x.test_count);  // for each swap's accuracy drop
     for (std::size_t c = first; c < last; ++c) {
       const SwapConfig& sc = configs[c];
@@ -294,14 +329,14 @@ void measure_swaps(const Context& x) {
           mean += e.mean / static_cast<double>(per_image.size());
           worst = std::max(worst, e.max);
         }
-        swap_error.add_row({sc.method, sc.parameter, sc.value, kTrainedLayer + std::to_string(l), k, l,
-                            static_cast<std::int64_t>(n_swap), mean, worst, mean < kUsefulError});
+        t.swap_error.add_row({x.task, sc.method, sc.parameter, sc.value, kTrainedLayer + std::to_string(l), k, l,
+                              static_cast<std::int64_t>(n_swap), mean, worst, mean < kUsefulError});
       }
       const ModelScore s = score_model(*swapped[c - first], x.test, x.test_count);
-      swap_accuracy.add_row({sc.method, sc.parameter, sc.value, k, s.attention, x.test_count, s.correct, s.accuracy(), s.cp.lower,
-                             s.cp.upper, base.accuracy() - s.accuracy()});
-      x.progress.tick();
-      x.progress.milestone(fmt::format("U18: seed {}: {}: test accuracy {:.4f}", k, sc.label(), s.accuracy()));
+      t.swap_accuracy.add_row({x.task, sc.method, sc.parameter, sc.value, k, s.attention, x.test_count, s.count(), s.correct,
+                               s.accuracy(), s.cp.lower, s.cp.upper, base.accuracy() - s.accuracy()});
+      x.progress->tick();
+      x.progress->milestone(fmt::format("U18: {} seed {}: {}: test accuracy {:.4f}", x.task, k, sc.label(), s.accuracy()));
     }
   }
   // The same methods (in double, one head's draws) on L3's random families, and their median.
@@ -313,52 +348,118 @@ void measure_swaps(const Context& x) {
     std::vector<double> means;
     for (const FamilyError& e : family[c - f_first]) {
       means.push_back(e.mean);
-      swap_error.add_row({sc.method, sc.parameter, sc.value, e.family, st::kNoSeed, 0, static_cast<std::int64_t>(draws), e.mean,
-                          e.worst, e.mean < kUsefulError});
+      t.swap_error.add_row({x.task, sc.method, sc.parameter, sc.value, e.family, st::kNoSeed, 0, static_cast<std::int64_t>(draws),
+                            e.mean, e.worst, e.mean < kUsefulError});
     }
-    swap_error.add_row({sc.method, sc.parameter, sc.value, "random families (median)", st::kNoSeed, 0,
-                        static_cast<std::int64_t>(means.size()), median(means), *std::max_element(means.begin(), means.end()),
-                        median(means) < kUsefulError});
+    t.swap_error.add_row({x.task, sc.method, sc.parameter, sc.value, "random families (median)", st::kNoSeed, 0,
+                          static_cast<std::int64_t>(means.size()), median(means), *std::max_element(means.begin(), means.end()),
+                          median(means) < kUsefulError});
   }
-  x.progress.tick(f_last - f_first);
-  x.cli.write_table(swap_error, kSwapErrorFile);
-  x.cli.write_table(swap_accuracy, kSwapAccuracyFile);
+  x.progress->tick(f_last - f_first);
 }
 
-void measure(const ExperimentCli& cli, const Shard& shard, const ImageSet& test, const TrainedModels<float>& run) {
+// The models of both tasks (either may be empty: not trained in this run, or not the user's model).
+struct Models {
+  TrainedModels<float> vit;
+  RecallModels<float> recall;
+};
+
+template <typename Model>
+std::vector<std::unique_ptr<Model>> initialisations(const TrainedModels<float, Model>& run) {
   std::vector<std::unique_ptr<Model>> init;  // each seed's trained model's initialisation: the same config and seed
   for (int k = 0; k < run.seeds(); ++k) init.push_back(std::make_unique<Model>(run.at(0, k).config()));
+  return init;
+}
+
+void measure(const ExperimentCli& cli, const Shard& shard, const ImageSet& image_test, const RecallSet& recall_test, const Models& run) {
   const bool quick = cli.options().quick;
-  // Units: this shard's configurations of the S_w, spectrum and swap sweeps (a copy of the shard, so that the sweep
-  // sizes are not recorded twice).
-  const ViTConfig& c = run.at(0, 0).config();
-  const std::size_t swaps = swap_configs(c.tokens(), quick).size(), heads = static_cast<std::size_t>(c.layers * c.heads);
-  const std::size_t seeds = static_cast<std::size_t>(run.seeds());
-  const Shard s(shard.index(), shard.count());
-  Progress progress(cli.name(), s.range(seeds * 3).size() + s.range(seeds * heads + attention_families().size()).size() +
-                                    s.range((seeds + 1) * swaps).size(), Progress::lines);
-  const Context x{cli, shard, test, run, init, progress, quick,
-                  quick ? std::min<std::int64_t>(kQuickTestImages, test.count()) : test.count()};
-  measure_skew(x);
-  measure_symmetric_swap(x);
-  measure_spectra(x);
-  measure_swaps(x);
+  const auto vit_init = initialisations(run.vit);
+  const auto recall_init = initialisations(run.recall);
+  using VitContext = Context<ViT<float>>;
+  using RecallContext = Context<RecallModel<float>>;
+  std::optional<VitContext> v;
+  std::optional<RecallContext> r;
+  if (!run.vit.empty())
+    v.emplace(VitContext{cli, kImageTask, image_test, run.vit, vit_init, nullptr, quick,
+                         quick ? std::min<std::int64_t>(kQuickTestImages, image_test.count()) : image_test.count()});
+  if (!run.recall.empty())
+    r.emplace(RecallContext{cli, kRecallTask, recall_test, run.recall, recall_init, nullptr, quick, recall_test.count()});
+  // Units: this shard's configurations of the S_w, spectrum and swap sweeps; counted on a copy of the shard, so that
+  // the sweep sizes are not recorded twice.
+  std::size_t units = 0;
+  {
+    const Shard s(shard.index(), shard.count());
+    const auto count = [&](auto size_of) { units += s.range((v ? size_of(*v) : 0) + (r ? size_of(*r) : 0)).size(); };
+    count([](const auto& x) { return x.skew_configs(); });
+    count([](const auto& x) { return x.swap_model_configs(); });
+    count([](const auto& x) { return x.spectrum_configs(); });
+    count([](const auto& x) { return x.swap_configs_count(); });
+  }
+  Progress progress(cli.name(), units, Progress::lines);
+  if (v) v->progress = &progress;
+  if (r) r->progress = &progress;
+  TrainedTables t;
+  // Each table group: one sweep, the ViT's configurations then the recall model's.
+  const auto sweep = [&](auto size_of, auto body) {
+    const std::size_t a = v ? size_of(*v) : 0, b = r ? size_of(*r) : 0;
+    const Shard::Range range = shard.range(a + b);
+    if (v) body(*v, task_part(range, 0, a));
+    if (r) body(*r, task_part(range, a, b));
+  };
+  sweep([](const auto& x) { return x.skew_configs(); }, [&](const auto& x, const Shard::Range& p) { measure_skew(x, p, t.skew); });
+  sweep([](const auto& x) { return x.swap_model_configs(); },
+        [&](const auto& x, const Shard::Range& p) { measure_symmetric_swap(x, p, t.swap); });
+  sweep([](const auto& x) { return x.spectrum_configs(); }, [&](const auto& x, const Shard::Range& p) { measure_spectra(x, p, t); });
+  sweep([](const auto& x) { return x.swap_configs_count(); }, [&](const auto& x, const Shard::Range& p) { measure_swaps(x, p, t); });
   progress.finish();
+  cli.write_table(t.skew, kSkewFile);
+  cli.write_table(t.swap, kSwapFile);
+  cli.write_table(t.spectra.rank(), kRankFile);
+  cli.write_table(t.per_image, kRankImagesFile);
+  cli.write_table(t.spectra.spectrum(), kSpectrumFile);
+  cli.write_table(t.swap_error, kSwapErrorFile);
+  cli.write_table(t.swap_accuracy, kSwapAccuracyFile);
 }
 
 // ---- Judgement: one function per claim, from the tables in `dir` ----
 
-// What every note says about the models judged, and last the linear baseline trained beside them (and --quick's warning).
+// What every task's note says about the models judged, and last the baseline trained beside them.
 struct Origin {
   std::string text, tail;
 };
 
-// R12 from trained_symmetric_swap.csv (the rule above), with the skew shares of trained_skew_share.csv.
-ClaimRow judge_r12(const ExperimentCli& cli, const fs::path& dir, const Origin& origin) {
-  const TableReader swap(dir / kSwapFile), skew(dir / kSkewFile);
+// The tasks, in the tables' order, and whether `t` has rows of each (a run that trained one testbed only has rows
+// of that one: the other is left out of the verdict, and the note says so).
+const std::vector<std::string>& tasks() {
+  static const std::vector<std::string> all = {kImageTask, kRecallTask};
+  return all;
+}
+bool has_task(const TableReader& t, const std::string& task) {
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (t.text(r, col::kTask) == task) return true;
+  return false;
+}
+
+// One claim's row from its tasks' judgements (combine_task_judgements' rule), --quick's warning last.
+ClaimRow combined_row(const ExperimentCli& cli, const std::string& id, const std::vector<TaskJudgement>& per_task,
+                      const std::string& metric, const std::string& evidence) {
+  const CombinedJudgement c = combine_task_judgements(per_task);
+  const std::string quick = cli.options().quick ? " --quick: tiny models trained for a few steps, not a test of the claim." : "";
+  return {id, c.judgement.verdict, metric + " (of the task with the worse verdict; each task's value in the note)", c.judgement.observed,
+          c.threshold, evidence, c.judgement.note + quick};
+}
+
+// R12 on one task from trained_symmetric_swap.csv (the rule above), with the skew shares of trained_skew_share.csv.
+TaskJudgement judge_r12_task(const ExperimentCli& cli, const TableReader& swap, const TableReader& skew, const std::string& task,
+                             const Origin& origin) {
   SeedMeans accuracy;  // [model][seed]
+  std::int64_t items = 0, rows = 0;
   for (std::size_t r = 0; r < swap.rows(); ++r)
-    accuracy.set(swap.text(r, col::kModel), swap.integer(r, col::kSeed), swap.real(r, col::kTestAccuracy));
+    if (swap.text(r, col::kTask) == task) {
+      accuracy.set(swap.text(r, col::kModel), swap.integer(r, col::kSeed), swap.real(r, col::kTestAccuracy));
+      items = swap.integer(r, col::kTestItems);
+      rows = swap.integer(r, "test_rows");
+    }
   const std::vector<double> a = accuracy.values(kTrainedRow), b = accuracy.values(kReplacedRow), c = accuracy.values(kSymmetricRow);
   std::vector<double> replaced, trained_sym;  // paired per seed: accuracy(changed) - accuracy(trained)
   std::string per_seed;
@@ -374,7 +475,8 @@ ClaimRow judge_r12(const ExperimentCli& cli, const fs::path& dir, const Origin& 
                                                 ds.interval.lower, ds.interval.upper}, 0.0, kAccuracyTolerance);
   const Judgement j = judge_direct_or_condition(direct, sym, "when the model is trained with S_w scores from the start");
   std::map<std::string, std::vector<double>> share;  // [model]: every (seed, layer, head)
-  for (std::size_t r = 0; r < skew.rows(); ++r) share[skew.text(r, col::kModel)].push_back(skew.real(r, col::kAugmentedSkewShare));
+  for (std::size_t r = 0; r < skew.rows(); ++r)
+    if (skew.text(r, col::kTask) == task) share[skew.text(r, col::kModel)].push_back(skew.real(r, col::kAugmentedSkewShare));
   const auto range_text = [](const std::vector<double>& v) {
     return fmt::format("{:.3f} to {:.3f} (median {:.3f})", *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()),
                        median(v));
@@ -382,30 +484,41 @@ ClaimRow judge_r12(const ExperimentCli& cli, const fs::path& dir, const Origin& 
   const std::string note = fmt::format(
       "{} Models: {}. Paired per seed, mean over {} seeds with 95% Student-t intervals: accuracy(M -> S_w at inference) - "
       "accuracy(trained) {}; accuracy(trained with S_w scores) - accuracy(trained exact) {}. Test accuracy per seed (trained "
-      "exact; every head's M -> S_w at inference; trained with S_w scores) on {} images: {}. Tolerance: {} accuracy point(s). "
-      "Skew share ||R_w||_F/||M||_F of the heads (M with the projection biases, the form the S_w scores use), over seeds, "
-      "layers and heads: trained {}, at initialisation {}. Reading: the symmetric method scores (q_i.k_j + k_i.q_j)/2 with q, k "
-      "including their biases, the symmetric part of [W_Q; b_Q^T][W_K; b_K^T]^T (skew shares of W_Q W_K^T alone, agreement "
-      "and logit changes in {} and {}). {}",
-      j.note, origin.text, dr.count, mean_interval_text(dr), mean_interval_text(ds), swap.integer(0, col::kTestImages), per_seed,
-      100 * kAccuracyTolerance, range_text(share.at(kTrainedRow)), range_text(share.at(kInitSource)), cli.evidence_path(kSkewFile),
-      cli.evidence_path(kSwapFile), origin.tail);
-  return {"R12", j.verdict,
-          "largest accuracy loss the 95% Student-t interval over seeds allows when every head's W_Q W_K^T is replaced by S_w "
-          "at inference: minus the lower bound of the mean of accuracy(replaced) - accuracy(trained) (fraction)",
-          j.observed, kAccuracyTolerance, cli.evidence_path(kSwapFile), note};
+      "exact; every head's M -> S_w at inference; trained with S_w scores) on {} test items ({} labelled rows): {}. Tolerance: {} "
+      "accuracy point(s). Skew share ||R_w||_F/||M||_F of the heads (M with the projection biases, the form the S_w scores use), "
+      "over seeds, layers and heads: trained {}, at initialisation {}. Reading: the symmetric method scores (q_i.k_j + k_i.q_j)/2 "
+      "with q, k including their biases, the symmetric part of [W_Q; b_Q^T][W_K; b_K^T]^T (skew shares of W_Q W_K^T alone, "
+      "agreement and logit changes in {} and {}). {}",
+      j.note, origin.text, dr.count, mean_interval_text(dr), mean_interval_text(ds), items, rows, per_seed, 100 * kAccuracyTolerance,
+      range_text(share.at(kTrainedRow)), range_text(share.at(kInitSource)), cli.evidence_path(kSkewFile), cli.evidence_path(kSwapFile),
+      origin.tail);
+  return {task, true, {j.verdict, j.observed, note}, kAccuracyTolerance};
 }
 
-// L5 from trained_attention_rank.csv and trained_attention_rank_images.csv (the rule above).
-ClaimRow judge_l5(const ExperimentCli& cli, const fs::path& dir, const Origin& origin) {
-  const TableReader rank(dir / kRankFile), images(dir / kRankImagesFile);
+ClaimRow judge_r12(const ExperimentCli& cli, const fs::path& dir, const std::map<std::string, Origin>& origins) {
+  const TableReader swap(dir / kSwapFile), skew(dir / kSkewFile);
+  std::vector<TaskJudgement> per_task;
+  for (const auto& task : tasks())
+    per_task.push_back(has_task(swap, task) ? judge_r12_task(cli, swap, skew, task, origins.at(task)) : TaskJudgement{task});
+  return combined_row(cli, "R12", per_task,
+                      "largest accuracy loss the 95% Student-t interval over seeds allows when every head's W_Q W_K^T is replaced "
+                      "by S_w at inference: minus the lower bound of the mean of accuracy(replaced) - accuracy(trained) (fraction)",
+                      cli.evidence_path(kSwapFile));
+}
+
+// L5 on one task from trained_attention_rank.csv and trained_attention_rank_images.csv (the rule above).
+TaskJudgement judge_l5_task(const ExperimentCli& cli, const TableReader& rank, const TableReader& images, const std::string& task,
+                            const Origin& origin) {
   SeedMeans trained;  // [layer and head][seed]: the median rank over the images
   double init_worst = 0, centred_worst = 0, family_best = 1e300;
   std::string family_best_name, method;
-  std::int64_t samples = 0, dk = 0;
+  std::int64_t samples = 0, dk = 0, n = 0, k_linformer = 0;
   for (std::size_t r = 0; r < rank.rows(); ++r) {
+    if (rank.text(r, st::kTask) != task) continue;
     const std::string& source = rank.text(r, st::kSource);
     const double med = rank.real(r, st::kMedianRank);
+    n = rank.integer(r, st::kN);
+    k_linformer = rank.integer(r, st::kLinformerK);
     if (rank.text(r, st::kKind) == st::kFamilyKind) {
       if (med < family_best) family_best = med, family_best_name = source;
     } else if (source == kInitSource) {
@@ -419,22 +532,23 @@ ClaimRow judge_l5(const ExperimentCli& cli, const fs::path& dir, const Origin& o
       trained.set(head, rank.integer(r, st::kSeed), med);
     }
   }
-  if (trained.conditions().empty()) throw std::runtime_error(fmt::format("{}: no rows of a trained model", rank.path().string()));
-  const std::int64_t n = rank.integer(0, st::kN), k_linformer = rank.integer(0, st::kLinformerK);
+  if (trained.conditions().empty())
+    throw std::runtime_error(fmt::format("{}: no rows of a trained {} model", rank.path().string(), task));
   const Judgement j = judge_intervals_by_condition(trained.intervals("median rank90", "{:.3g}"), static_cast<double>(k_linformer));
-  // Trained against initialisation, paired image by image; the seeds' models are the replicates.
+  // Trained against initialisation, paired item by item; the seeds' models are the replicates.
   PairedChange change, centred;
   for (std::size_t r = 0; r < images.rows(); ++r) {
+    if (images.text(r, col::kTask) != task) continue;
     change.add(images.integer(r, col::kSeed), images.real(r, col::kRank90Init), images.real(r, col::kRank90Trained));
     centred.add(images.integer(r, col::kSeed), images.real(r, col::kRank90CentredInit), images.real(r, col::kRank90CentredTrained));
   }
   const std::string note = fmt::format(
       "{}{}Rank holding {:.0f}% of ||P||_F^2 (singular values of P = softmax(QK^T/sqrt(d_k)) by Eigen's BDCSVD in double, sum "
-      "of sigma^2 checked against ||P||_F^2), median over {} seeded test images, per layer and head of the {} model, mean over "
+      "of sigma^2 checked against ||P||_F^2), median over {} seeded test items, per layer and head of the {} model, mean over "
       "seeds with a 95% Student-t interval, against Linformer's k = ceil(n/8) = {} for n = {}. Models: {}. Largest upper bound "
       "{:.3g} = {:.3f} n; with each P's mean row removed (P - 1 pbar^T) the worst head's median rank90 is {:g}. Against "
-      "initialisation (the same config and seed, untrained; its worst head's median rank90 {:g}), paired image by image over "
-      "{} (seed, layer, head, image) cases: the trained rank90 is higher in {}, lower in {}, equal in {}; the mean change per "
+      "initialisation (the same config and seed, untrained; its worst head's median rank90 {:g}), paired item by item over "
+      "{} (seed, layer, head, item) cases: the trained rank90 is higher in {}, lower in {}, equal in {}; the mean change per "
       "seed, trained minus initial, is {}; with the mean row removed {}. Of L3's random families at n = {}, d_k = {} the lowest median "
       "rank90 is {} with {:g}. 99% ranks, every source and the normalised cumulative spectra (Linformer's Figure 1) in {} and "
       "{}; the pairs in {}. {}",
@@ -442,18 +556,28 @@ ClaimRow judge_l5(const ExperimentCli& cli, const fs::path& dir, const Origin& o
       j.observed / static_cast<double>(n), centred_worst, init_worst, change.cases(), change.higher(), change.lower(),
       change.equal(), change.text(), centred.text(), n, dk, family_best_name, family_best, cli.evidence_path(kRankFile),
       cli.evidence_path(kSpectrumFile), cli.evidence_path(kRankImagesFile), origin.tail);
-  return {"L5", j.verdict, fmt::format("largest upper 95% bound, over the trained models' layers and heads, of the mean over seeds "
-                                        "of the median (over test images) rank holding {:.0f}% of ||P||_F^2", 100 * kEnergyFraction),
-          j.observed, static_cast<double>(k_linformer), cli.evidence_path(kRankFile), note};
+  return {task, true, {j.verdict, j.observed, note}, static_cast<double>(k_linformer)};
 }
 
-// U18 from trained_swap_error.csv (the rule above): each (method, parameter)'s worst trained layer, per seed.
-ClaimRow judge_u18(const ExperimentCli& cli, const fs::path& dir, const Origin& origin) {
-  const TableReader error(dir / kSwapErrorFile);
+ClaimRow judge_l5(const ExperimentCli& cli, const fs::path& dir, const std::map<std::string, Origin>& origins) {
+  const TableReader rank(dir / kRankFile), images(dir / kRankImagesFile);
+  std::vector<TaskJudgement> per_task;
+  for (const auto& task : tasks())
+    per_task.push_back(has_task(rank, task) ? judge_l5_task(cli, rank, images, task, origins.at(task)) : TaskJudgement{task});
+  return combined_row(cli, "L5",
+                      per_task,
+                      fmt::format("largest upper 95% bound, over the trained models' layers and heads, of the mean over seeds of the "
+                                  "median (over test items) rank holding {:.0f}% of ||P||_F^2, against Linformer's ceil(n/8)",
+                                  100 * kEnergyFraction),
+                      cli.evidence_path(kRankFile));
+}
+
+// U18 on one task from trained_swap_error.csv (the rule above): each (method, parameter)'s worst trained layer, per seed.
+TaskJudgement judge_u18_task(const ExperimentCli& cli, const TableReader& error, const std::string& task, const Origin& origin) {
   SeedMeans worst;  // [approximation][seed]: the worst layer's mean error
   std::int64_t samples = 0;
   for (std::size_t r = 0; r < error.rows(); ++r) {
-    if (!error.text(r, col::kSource).starts_with(kTrainedLayer)) continue;
+    if (error.text(r, col::kTask) != task || !error.text(r, col::kSource).starts_with(kTrainedLayer)) continue;
     const SwapConfig sc{error.text(r, col::kMethod), error.text(r, col::kParameter), error.integer(r, col::kValue)};
     worst.raise(sc.label(), error.integer(r, col::kSeed), error.real(r, col::kMeanRelError));
     samples = error.integer(r, col::kSamples);
@@ -462,37 +586,72 @@ ClaimRow judge_u18(const ExperimentCli& cli, const fs::path& dir, const Origin& 
   const std::string note = fmt::format(
       "{}{}Each approximation swapped into every layer of the trained exact models ({}), no retraining (Linformer's E, F "
       "are their untrained Gaussian draws or, as linformer-segment-means, segment means; the random features are their "
-      "draws): relative output error per head on the trained layers' own q, k, v, mean over {} test images and the heads, "
+      "draws): relative output error per head on the trained layers' own q, k, v, mean over {} test items and the heads, "
       "the worst layer per seed, mean over the seeds with a 95% Student-t interval, against L3's usefulness bound {}. The "
       "swapped models' test accuracy per seed in {}; the same errors on L3's random families beside them in {}. {}",
       j.note, j.note.empty() ? "" : " ", origin.text, samples, kUsefulError, cli.evidence_path(kSwapAccuracyFile),
       cli.evidence_path(kSwapErrorFile), origin.tail);
-  return {"U18", j.verdict,
-          "largest upper 95% bound, over the methods and parameters, of the mean over seeds of an approximation's worst "
-          "per-layer mean relative output error when swapped into the trained exact model",
-          j.observed, kUsefulError, cli.evidence_path(kSwapErrorFile), note};
+  return {task, true, {j.verdict, j.observed, note}, kUsefulError};
+}
+
+ClaimRow judge_u18(const ExperimentCli& cli, const fs::path& dir, const std::map<std::string, Origin>& origins) {
+  const TableReader error(dir / kSwapErrorFile);
+  std::vector<TaskJudgement> per_task;
+  for (const auto& task : tasks())
+    per_task.push_back(has_task(error, task) ? judge_u18_task(cli, error, task, origins.at(task)) : TaskJudgement{task});
+  return combined_row(cli, "U18", per_task,
+                      "largest upper 95% bound, over the methods and parameters, of the mean over seeds of an approximation's "
+                      "worst per-layer mean relative output error when swapped into the trained exact model",
+                      cli.evidence_path(kSwapErrorFile));
 }
 
 std::vector<ClaimRow> judge(const ExperimentCli& cli, const fs::path& dir) {
-  const std::string quick = cli.options().quick ? " --quick: tiny models trained for a few steps, not a test of the claim." : "";
-  const std::string baseline = compare_with_baseline(dir / training_tables::kRunsFile).sentence;
-  const Origin origin{checkpoints_origin(cli, dir, {"exact", "symmetric"}), baseline + quick};
-  return {judge_r12(cli, dir, origin), judge_l5(cli, dir, origin), judge_u18(cli, dir, origin)};
+  const std::map<std::string, Origin> origins = {
+      {kImageTask, {checkpoints_origin(cli, dir, {"exact", "symmetric"}), compare_with_baseline(dir / training_tables::kRunsFile).sentence}},
+      {kRecallTask,
+       {recall_checkpoints_origin(cli, dir, {"exact", "symmetric"}), compare_with_recall_baseline(dir / recall_tables::kRunsFile).sentence}}};
+  return {judge_r12(cli, dir, origins), judge_l5(cli, dir, origins), judge_u18(cli, dir, origins)};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_trained_attention", "R12, L5, U18: seed 000's S_w, the low rank of attention and the approximations "
-                                             "of it, on ViTs trained on Fashion-MNIST");
-  CheckpointExperiment on(cli, "a checkpoint directory (manifest.json) to analyse instead of the run's "
-                               "<out>/checkpoints/{exact,symmetric}/seed-<k>");
+                                             "of it, on the ViTs trained on Fashion-MNIST and the recall models");
+  CheckpointExperiment on(cli, "a checkpoint directory (manifest.json; a ViT's or a recall model's) to analyse instead of the run's "
+                               "<out>/checkpoints/{exact,symmetric}/seed-<k> and <out>/checkpoints/recall/{exact,symmetric}/seed-<k>");
   cli.split_measurement();
   cli.parse(argc, argv);
   if (!on.prepare()) return kExitUsage;
-  const auto models = on.user() ? on.load_user<float>({}, "") : on.load_run<float>({"exact", "symmetric"}, kTrainingSeeds);
-  if (!models) return kExitUsage;
-  return on.run({[&](const Shard& shard) { measure(cli, shard, on.test(), *models); },
+  cli.set_dataset(kTrainedTasksDataset);
+  Models models;
+  if (on.user()) {
+    if (on.user_recall()) {
+      auto recall = on.load_user_recall<float>({}, "");
+      if (!recall) return kExitUsage;
+      models.recall = std::move(*recall);
+    } else {
+      auto vit = on.load_user<float>({}, "");
+      if (!vit) return kExitUsage;
+      models.vit = std::move(*vit);
+    }
+  } else {
+    auto vit = on.load_run<float>({"exact", "symmetric"}, kTrainingSeeds, false);
+    auto recall = on.load_recall_run<float>({"exact", "symmetric"}, kRecallSeeds, false);
+    if (!vit || !recall) return kExitUsage;
+    if (!cli.judging() && vit->empty() && recall->empty()) {
+      const std::string root = (cli.options().out / "checkpoints").string();
+      fmt::print(stderr, "{}: neither {}/<method>/seed-<k> (exp_vit_training's) nor {}/recall/<method>/seed-<k> "
+                         "(exp_recall_training's) holds checkpoints: run them with the same --out first, or give --checkpoint DIR\n",
+                 cli.name(), root, root);
+      return kExitUsage;
+    }
+    models.vit = std::move(*vit);
+    models.recall = std::move(*recall);
+  }
+  const RecallSet recall_test =
+      on.recall_test(models.recall.empty() ? RecallShape{}.task : models.recall.at(0, 0).config().task);
+  return on.run({[&](const Shard& shard) { measure(cli, shard, on.test(), recall_test, models); },
                  [&](const fs::path& dir) { return judge(cli, dir); }});
 }
 

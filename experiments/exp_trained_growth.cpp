@@ -330,7 +330,9 @@ std::vector<ClaimRow> judge_g10(const ExperimentCli& cli, const std::filesystem:
       "(first {} test images) with 95% Student-t intervals, per arm: {}. Protocol: {}; exact ViT D 64 H 4 L 2, batch {}, Adam "
       "lr {} cosine over {} steps; every head of every layer grown from d_k {} to {} at step {} (B from the growth batch of {} "
       "images stacked, G = dL/dS by the score probe in double; Adam moments of Wq, Wk, bq, bk restarted in (a)-(d), kept in "
-      "(e)); the same batches after growth for every arm. Curves in {}, per-head growth figures in {}.{}",
+      "(e)); the same batches after growth for every arm. Curves in {}, per-head growth figures in {}. Measured on the "
+      "Fashion-MNIST ViT only: growing d_k mid-training on the recall model would need a growth protocol and sweep of its "
+      "own (the other trained claims are judged on both tasks).{}",
       j.note, plan.seeds, interval_text(delta_b), interval_text(delta_c), interval_text(delta_d), eval_count, arms_text, origin,
       kBatch, kLearningRate, plan.total, kKeyWidth, kKeyWidth + kGrowth, plan.grow, kBatch, cli.evidence_path(kCurvesFile),
       cli.evidence_path(kHeadsFile),

@@ -48,11 +48,14 @@
 #include "attnlab/lab/family_verdict.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/lab/progress.hpp"
+#include "attnlab/lab/recall_tables.hpp"
+#include "attnlab/lab/task_verdict.hpp"
 #include "attnlab/lab/training_tables.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/model/analysis/score_probe.hpp"
+#include "attnlab/model/recall_protocol.hpp"
 #include "attnlab/model/training_protocol.hpp"
 #include "attnlab/theory/lowrank_instance.hpp"
 
@@ -102,8 +105,6 @@ const std::vector<Eigen::Index> kRanks = {2, 4, 8, 16}, kQuickRanks = {2, 8};
 // --quick measures G11 on the first seed's model only (a sharded quick run starts one process per instance).
 constexpr std::size_t kQuickRegressionModels = 1;
 
-using Model = ViT<double>;
-
 // X' = [z | 1].
 Mat<double> augmented(const Mat<double>& z) {
   Mat<double> x(z.rows(), z.cols() + 1);
@@ -137,16 +138,26 @@ struct ImageResult {
   double run_loss = 0;
 };
 
-ImageResult probe_image(const Model& model, const ImageSet& test, std::int64_t image, bool keep_scores) {
-  const ViTConfig& c = model.config();
+// The probing loss of one item: one image's cross-entropy, or a recall sequence's mean over its queries (so that a
+// case's L is on the same scale whatever the number of pairs).
+double item_scale(const ViT<double>&) { return 1.0; }
+double item_scale(const RecallModel<double>& m) { return 1.0 / static_cast<double>(m.config().task.pairs); }
+// The G12 table's label column: the image's class; -1 for a recall sequence (one label per query).
+int item_label(const ImageSet& test, std::int64_t i) { return test.labels[static_cast<std::size_t>(i)]; }
+int item_label(const RecallSet&, std::int64_t) { return -1; }
+
+template <typename Model>
+ImageResult probe_item(const Model& model, const typename Model::Data& test, std::int64_t image, bool keep_scores) {
+  const auto& c = model.config();
   const Eigen::Index L = c.layers, H = c.heads;
-  ScoreProbe<double> probe(model);
+  const double scale = item_scale(model);
+  ScoreProbe<double, Model> probe(model);
   ImageResult out;
-  out.run_loss = probe.run(test, image, 1.0, out.scores);
+  out.run_loss = probe.run(test, image, scale, out.scores);
   const std::vector<Mat<double>> none(static_cast<std::size_t>(H));
   out.cases.assign(static_cast<std::size_t>(L), std::vector<ScoreCase>(static_cast<std::size_t>(H)));
   for (Eigen::Index l = 0; l < L; ++l) {
-    const double base = probe.loss_with_offsets(test, image, l, none, 1.0);
+    const double base = probe.loss_with_offsets(test, image, l, none, scale);
     const Mat<double> x = augmented(out.scores.z[static_cast<std::size_t>(l)]);
     for (Eigen::Index h = 0; h < H; ++h) {
       const Mat<double>& s = out.scores.s[static_cast<std::size_t>(l)][static_cast<std::size_t>(h)];
@@ -157,7 +168,7 @@ ImageResult probe_image(const Model& model, const ImageSet& test, std::int64_t i
       sc.g_norm = g.norm();
       sc.s_residual = (x * head_m(model.params().blocks[static_cast<std::size_t>(l)].attn, H, h) * x.transpose() - s).norm() / s.norm();
       if (!(sc.s_residual <= kScoreCheck))
-        throw std::runtime_error(fmt::format("image {} layer {} head {}: the probe's S differs from X' M X'^T by {:.3g} (relative)",
+        throw std::runtime_error(fmt::format("item {} layer {} head {}: the probe's S differs from X' M X'^T by {:.3g} (relative)",
                                              image, l, h, sc.s_residual));
       const Mat<double> b = g + s;
       const Mat<double> to_b = b - s;                         // B - S (= G up to rounding)
@@ -169,9 +180,9 @@ ImageResult probe_image(const Model& model, const ImageSet& test, std::int64_t i
       for (double t : kSteps) {
         StepChange step;
         offsets[static_cast<std::size_t>(h)] = t * to_b;
-        step.toward_b = probe.loss_with_offsets(test, image, l, offsets, 1.0) - base;
+        step.toward_b = probe.loss_with_offsets(test, image, l, offsets, scale) - base;
         offsets[static_cast<std::size_t>(h)] = t * star;
-        step.toward_star = probe.loss_with_offsets(test, image, l, offsets, 1.0) - base;
+        step.toward_star = probe.loss_with_offsets(test, image, l, offsets, scale) - base;
         sc.steps.push_back(step);
       }
     }
@@ -194,6 +205,7 @@ constexpr const char* kG12File = "trained_regression_target.csv";
 constexpr const char* kG11File = "trained_regression_lowrank.csv";
 // Column names the tables' writers and judges share, spelled once (a rename cannot split them).
 namespace col {
+constexpr const char *kTask = "task";
 constexpr const char *kBNorm2 = "b_norm2", *kCheckpoint = "checkpoint", *kD = "d", *kDirection = "direction";
 constexpr const char *kFMin = "f_min", *kFRecipe = "f_recipe", *kFamily = "family", *kFirstOrder = "first_order";
 constexpr const char *kGNorm = "g_norm", *kHead = "head", *kImage = "image", *kLoss = "loss";
@@ -209,133 +221,188 @@ struct Sizes {
   std::size_t regression_models = 0;  // G11's instances come from the first this many models
   std::vector<Eigen::Index> ranks;
 };
-Sizes sizes_of(bool quick, const ImageSet& test) {
+Sizes sizes_of(bool quick, std::int64_t test_count) {
   Sizes s;
-  s.images = std::min<std::int64_t>(quick ? kQuickImages : kImages, test.count());
+  s.images = std::min<std::int64_t>(quick ? kQuickImages : kImages, test_count);
   s.regression_images = std::min<std::int64_t>(quick ? kQuickRegressionImages : kRegressionImages, s.images);
   s.ranks = quick ? kQuickRanks : kRanks;
   s.regression_models = quick ? kQuickRegressionModels : static_cast<std::size_t>(-1);
   return s;
 }
 
-// Two sweeps: G12's (checkpoint, image) probes, c-major, and G11's instances (checkpoint, layer, image, head
-// (-1: random B), rank). A shard probes the images of its G12 block and those its G11 block needs (a probe is
-// a deterministic function of the model and the image, so two shards probing one image get the same numbers).
-void measure_regression(const ExperimentCli& cli, const Shard& shard, const TrainedModels<double>& run, const ImageSet& test) {
-  const bool quick = cli.options().quick;
-  const std::uint64_t seed = cli.options().seed;
-  const Sizes z = sizes_of(quick, test);
-  const std::int64_t n_images = z.images, n_regression = z.regression_images;
-  const auto& models = run.models.front();
-  const auto& labels = run.labels.front();
-  const std::size_t C = models.size();
-  const Shard::Range g12_range = shard.range(C * static_cast<std::size_t>(n_images));
+// One task's share of the two sweeps: G12's (checkpoint, item) probes, c-major, and G11's instances (checkpoint,
+// layer, item, head (-1: random B), rank). A shard probes the items of its G12 block and those its G11 block needs
+// (a probe is a deterministic function of the model and the item, so two shards probing one item get the same
+// numbers).
+template <typename Model>
+struct TaskSweep {
+  const char* task;
+  const TrainedModels<double, Model>& run;
+  const typename Model::Data& test;
+  std::uint64_t rng_base;  // the random B's seeds: derive_seed(rng_base, instance)
+  Sizes z;
   std::vector<RegressionInstance> instances;
-  for (std::size_t c = 0; c < std::min(C, z.regression_models); ++c) {
-    const ViTConfig& config = models[c]->config();
-    for (Eigen::Index l = 0; l < config.layers; ++l)
-      for (std::int64_t image = 0; image < n_regression; ++image)
-        for (Eigen::Index h = -1; h < config.heads; ++h)
-          for (Eigen::Index r : z.ranks) instances.push_back({c, l, h, image, r});
-  }
-  const Shard::Range g11_range = shard.range(instances.size());
-  const auto probe_index = [&](std::size_t c, std::int64_t image) { return c * static_cast<std::size_t>(n_images) + static_cast<std::size_t>(image); };
-
-  // ---- the probes this shard needs: S, G and the loss changes (G12) ----
-  std::set<std::size_t> needed;
-  for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) needed.insert(i);
-  for (std::size_t i = g11_range.begin; i < g11_range.end; ++i) needed.insert(probe_index(instances[i].checkpoint, instances[i].image));
-  const std::vector<std::size_t> to_probe(needed.begin(), needed.end());
-  // Units: a probe (an image's S, G and loss ladder on one model), a G11 instance.
-  Progress progress(cli.name(), to_probe.size() + g11_range.size(), Progress::lines);
+  Shard::Range g12, g11;  // this shard's part, in the task's own indices
+  std::vector<std::size_t> to_probe;
   std::map<std::size_t, ImageResult> probed;
-  {
-    std::vector<ImageResult> results(to_probe.size());
-    parallel_trials(to_probe.size(), [&](std::size_t j) {
-      const std::size_t i = to_probe[j];
-      const std::size_t c = i / static_cast<std::size_t>(n_images);
-      const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
-      results[j] = probe_image(*models[c], test, image, image < n_regression);
-      progress.tick();
-    });
-    for (std::size_t j = 0; j < to_probe.size(); ++j) probed.emplace(to_probe[j], std::move(results[j]));
-  }
-  progress.milestone(fmt::format("G12: {} probe(s) of {} models x {} test images, every layer and head, {} steps each way",
-                                 to_probe.size(), C, n_images, kSteps.size()));
 
-  CsvTable g12({text_col(col::kCheckpoint), int_col("seed"), int_col("layer"), int_col(col::kHead), int_col(col::kImage), int_col("label"),
-                real_col(col::kLoss), real_col(col::kGNorm), real_col("s_norm"), real_col(col::kSResidual), text_col(col::kDirection),
-                real_col(col::kFirstOrder), real_col(col::kT), real_col("predicted_change"), real_col(col::kLossChange),
-                // A ratio over G = 0 (a saturated softmax) is undefined: reported below with its table, exit status 1.
-                real_col("actual_over_predicted"), real_col("loss_change_over_t_g2")});
-  try {
-    for (std::size_t i = g12_range.begin; i < g12_range.end; ++i) {
-      const std::size_t c = i / static_cast<std::size_t>(n_images);
-      const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(n_images));
-      const int label = test.labels[static_cast<std::size_t>(image)];
-      const ImageResult& pr = probed.at(i);
-      for (std::size_t l = 0; l < pr.cases.size(); ++l)
-        for (std::size_t h = 0; h < pr.cases[l].size(); ++h) {
-          const ScoreCase& sc = pr.cases[l][h];
-          for (std::size_t k = 0; k < kSteps.size(); ++k) {
-            const double t = kSteps[k];
-            const StepChange& st = sc.steps[k];
-            g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
-                         sc.s_norm, sc.s_residual, "toward B", sc.first_order_b, t, t * sc.first_order_b, st.toward_b,
-                         st.toward_b / (t * sc.first_order_b), st.toward_b / (t * sc.g_norm * sc.g_norm)});
-            g12.add_row({labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
-                         sc.s_norm, sc.s_residual, "dS*", sc.first_order_star, t, t * sc.first_order_star, st.toward_star,
-                         st.toward_star / (t * sc.first_order_star), st.toward_star / (t * sc.g_norm * sc.g_norm)});
-          }
-        }
+  std::size_t checkpoints() const { return run.empty() ? 0 : run.models.front().size(); }
+  std::size_t probe_index(std::size_t c, std::int64_t item) const { return c * static_cast<std::size_t>(z.images) + static_cast<std::size_t>(item); }
+
+  TaskSweep(const char* task_name, const TrainedModels<double, Model>& r, const typename Model::Data& t, std::uint64_t base, bool quick)
+      : task(task_name), run(r), test(t), rng_base(base), z(sizes_of(quick, t.count())) {
+    for (std::size_t c = 0; c < std::min(checkpoints(), z.regression_models); ++c) {
+      const auto& config = run.models.front()[c]->config();
+      for (Eigen::Index l = 0; l < config.layers; ++l)
+        for (std::int64_t item = 0; item < z.regression_images; ++item)
+          for (Eigen::Index h = -1; h < config.heads; ++h)
+            for (Eigen::Index r : z.ranks) instances.push_back({c, l, h, item, r});
     }
-  } catch (const NonFiniteError& e) { throw NonFiniteError(fmt::format("{}: {}", kG12File, e.what())); }
-  cli.write_table(g12, kG12File);
+  }
+  std::size_t g12_size() const { return checkpoints() * static_cast<std::size_t>(z.images); }
+  void plan(const Shard::Range& g12_part, const Shard::Range& g11_part) {
+    g12 = g12_part;
+    g11 = g11_part;
+    std::set<std::size_t> needed;
+    for (std::size_t i = g12.begin; i < g12.end; ++i) needed.insert(i);
+    for (std::size_t i = g11.begin; i < g11.end; ++i) needed.insert(probe_index(instances[i].checkpoint, instances[i].image));
+    to_probe.assign(needed.begin(), needed.end());
+  }
+};
 
-  // ---- G11: the recipe and Remark 2.1 with X = X' of each (checkpoint, layer, image) ----
-  FactoredSearchOptions search;
-  search.starts = kFactoredStarts;
-  std::vector<LowRankInstance> measured(g11_range.size());
-  parallel_trials(g11_range.size(), [&](std::size_t j) {
-    const std::size_t i = g11_range.begin + j;
-    const RegressionInstance& in = instances[i];
-    const ImageScores<double>& sc = probed.at(probe_index(in.checkpoint, in.image)).scores;
-    const auto l = static_cast<std::size_t>(in.layer);
-    const Mat<double> x = augmented(sc.z[l]);
-    Rng rng(derive_seed(seed, i));
-    const Mat<double> b = in.head < 0 ? gaussian_matrix(x.rows(), x.rows(), rng)
-                                      : Mat<double>(sc.g[l][static_cast<std::size_t>(in.head)] + sc.s[l][static_cast<std::size_t>(in.head)]);
-    measured[j] = measure_lowrank_instance(b, x, in.r, rng, search);
+// The part of a sweep laid out after `offset` configurations that `range` of the whole covers, in the task's indices.
+Shard::Range task_part(const Shard::Range& range, std::size_t offset, std::size_t size) {
+  const std::size_t begin = std::clamp(range.begin, offset, offset + size), end = std::clamp(range.end, offset, offset + size);
+  return {begin - offset, end - offset};
+}
+
+struct RegressionTables {
+  CsvTable g12{{text_col(col::kTask), text_col(col::kCheckpoint), int_col("seed"), int_col("layer"), int_col(col::kHead),
+                int_col(col::kImage), int_col("label"), real_col(col::kLoss), real_col(col::kGNorm), real_col("s_norm"),
+                real_col(col::kSResidual), text_col(col::kDirection), real_col(col::kFirstOrder), real_col(col::kT),
+                real_col("predicted_change"), real_col(col::kLossChange),
+                // A ratio over G = 0 (a saturated softmax) is undefined: reported below with its table, exit status 1.
+                real_col("actual_over_predicted"), real_col("loss_change_over_t_g2")}};
+  CsvTable g11{{text_col(col::kTask), text_col(col::kFamily), text_col(col::kCheckpoint), int_col("seed"), int_col("layer"),
+                int_col(col::kImage), text_col("b_kind"), int_col(col::kHead), int_col(col::kN), int_col(col::kD), int_col(col::kR),
+                real_col(col::kXCond), int_col(col::kXRank), real_col(col::kBNorm2), real_col(col::kFRecipe), real_col("f_closed"),
+                real_col("f_closed_predicted"), real_col(col::kUnreachable), real_col("f_factored"), text_col("factored_converged"),
+                real_col("factored_stationarity"), real_col("closed_minus_factored_rel"), real_col(col::kFMin),
+                real_col(col::kRecipeGapRel), real_col(col::kRecipeGapRatio), text_col("recipe_optimal"), real_col("remark21"),
+                real_col(col::kRemark21Ratio), text_col("remark21_matches")}};
+};
+
+template <typename Model>
+void probe_task(TaskSweep<Model>& x, Progress& progress) {
+  const auto& models = x.run.models.front();
+  std::vector<ImageResult> results(x.to_probe.size());
+  parallel_trials(x.to_probe.size(), [&](std::size_t j) {
+    const std::size_t i = x.to_probe[j];
+    const std::size_t c = i / static_cast<std::size_t>(x.z.images);
+    const std::int64_t item = static_cast<std::int64_t>(i % static_cast<std::size_t>(x.z.images));
+    results[j] = probe_item(*models[c], x.test, item, item < x.z.regression_images);
     progress.tick();
   });
-  progress.milestone(fmt::format("G11: {} of {} regression instances (X' of {} images per layer, B = G + S of each head and random, "
-                                 "ranks {})", g11_range.size(), instances.size(), n_regression, fmt::join(z.ranks, ", ")));
-  progress.finish();
-  CsvTable g11({text_col(col::kFamily), text_col(col::kCheckpoint), int_col("seed"), int_col("layer"), int_col(col::kImage), text_col("b_kind"), int_col(col::kHead), int_col(col::kN),
-                int_col(col::kD), int_col(col::kR), real_col(col::kXCond), int_col(col::kXRank), real_col(col::kBNorm2), real_col(col::kFRecipe),
-                real_col("f_closed"), real_col("f_closed_predicted"), real_col(col::kUnreachable), real_col("f_factored"),
-                text_col("factored_converged"), real_col("factored_stationarity"), real_col("closed_minus_factored_rel"),
-                real_col(col::kFMin), real_col(col::kRecipeGapRel), real_col(col::kRecipeGapRatio), text_col("recipe_optimal"),
-                real_col("remark21"), real_col(col::kRemark21Ratio), text_col("remark21_matches")});
-  for (std::size_t j = 0; j < g11_range.size(); ++j) {
-    const RegressionInstance& in = instances[g11_range.begin + j];
+  for (std::size_t j = 0; j < x.to_probe.size(); ++j) x.probed.emplace(x.to_probe[j], std::move(results[j]));
+  progress.milestone(fmt::format("G12: {}: {} probe(s) of {} models x {} test items, every layer and head, {} steps each way", x.task,
+                                 x.to_probe.size(), x.checkpoints(), x.z.images, kSteps.size()));
+}
+
+template <typename Model>
+void g12_rows(const TaskSweep<Model>& x, CsvTable& g12) {
+  const auto& labels = x.run.labels.front();
+  for (std::size_t i = x.g12.begin; i < x.g12.end; ++i) {
+    const std::size_t c = i / static_cast<std::size_t>(x.z.images);
+    const std::int64_t image = static_cast<std::int64_t>(i % static_cast<std::size_t>(x.z.images));
+    const int label = item_label(x.test, image);
+    const ImageResult& pr = x.probed.at(i);
+    for (std::size_t l = 0; l < pr.cases.size(); ++l)
+      for (std::size_t h = 0; h < pr.cases[l].size(); ++h) {
+        const ScoreCase& sc = pr.cases[l][h];
+        for (std::size_t k = 0; k < kSteps.size(); ++k) {
+          const double t = kSteps[k];
+          const StepChange& st = sc.steps[k];
+          g12.add_row({x.task, labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+                       sc.s_norm, sc.s_residual, "toward B", sc.first_order_b, t, t * sc.first_order_b, st.toward_b,
+                       st.toward_b / (t * sc.first_order_b), st.toward_b / (t * sc.g_norm * sc.g_norm)});
+          g12.add_row({x.task, labels[c], c, static_cast<std::int64_t>(l), static_cast<std::int64_t>(h), image, label, sc.loss, sc.g_norm,
+                       sc.s_norm, sc.s_residual, "dS*", sc.first_order_star, t, t * sc.first_order_star, st.toward_star,
+                       st.toward_star / (t * sc.first_order_star), st.toward_star / (t * sc.g_norm * sc.g_norm)});
+        }
+      }
+  }
+}
+
+// G11: the recipe and Remark 2.1 with X = X' of each (checkpoint, layer, item).
+template <typename Model>
+void g11_rows(const TaskSweep<Model>& x, Progress& progress, CsvTable& g11) {
+  FactoredSearchOptions search;
+  search.starts = kFactoredStarts;
+  const auto& labels = x.run.labels.front();
+  std::vector<LowRankInstance> measured(x.g11.size());
+  parallel_trials(x.g11.size(), [&](std::size_t j) {
+    const std::size_t i = x.g11.begin + j;
+    const RegressionInstance& in = x.instances[i];
+    const ImageScores<double>& sc = x.probed.at(x.probe_index(in.checkpoint, in.image)).scores;
+    const auto l = static_cast<std::size_t>(in.layer);
+    const Mat<double> xp = augmented(sc.z[l]);
+    Rng rng(derive_seed(x.rng_base, i));
+    const Mat<double> b = in.head < 0 ? gaussian_matrix(xp.rows(), xp.rows(), rng)
+                                      : Mat<double>(sc.g[l][static_cast<std::size_t>(in.head)] + sc.s[l][static_cast<std::size_t>(in.head)]);
+    measured[j] = measure_lowrank_instance(b, xp, in.r, rng, search);
+    progress.tick();
+  });
+  progress.milestone(fmt::format("G11: {}: {} of {} regression instances (X' of {} items per layer, B = G + S of each head and random, "
+                                 "ranks {})", x.task, x.g11.size(), x.instances.size(), x.z.regression_images, fmt::join(x.z.ranks, ", ")));
+  for (std::size_t j = 0; j < x.g11.size(); ++j) {
+    const RegressionInstance& in = x.instances[x.g11.begin + j];
     const LowRankInstance& r = measured[j];
-    const ImageScores<double>& sc = probed.at(probe_index(in.checkpoint, in.image)).scores;
+    const ImageScores<double>& sc = x.probed.at(x.probe_index(in.checkpoint, in.image)).scores;
     const Eigen::Index n = sc.z[0].rows(), d = sc.z[0].cols() + 1;
     const bool optimal = r.recipe_gap_ratio <= kRatioThreshold, matches = r.remark21_ratio <= kRatioThreshold;
-    g11.add_row({in.family(), labels[in.checkpoint], in.checkpoint, in.layer, in.image, in.b_kind(), in.head, n, d, in.r, r.x_cond, r.x_rank, r.b_norm2,
-                 r.f_recipe, r.f_closed, r.f_closed_predicted, r.unreachable, r.f_factored, r.factored_converged,
+    g11.add_row({x.task, in.family(), labels[in.checkpoint], in.checkpoint, in.layer, in.image, in.b_kind(), in.head, n, d, in.r, r.x_cond,
+                 r.x_rank, r.b_norm2, r.f_recipe, r.f_closed, r.f_closed_predicted, r.unreachable, r.f_factored, r.factored_converged,
                  r.factored_stationarity, r.closed_minus_factored, r.f_min, r.recipe_gap, r.recipe_gap_ratio, optimal, r.remark21,
                  r.remark21_ratio, matches});
   }
-  cli.write_table(g11, kG11File);
+}
+
+// Both tasks' sweeps, the ViT's configurations first: one G12 sweep and one G11 sweep over the two.
+void measure_regression(const ExperimentCli& cli, const Shard& shard, const TrainedModels<double>& vit, const ImageSet& image_test,
+                        const RecallModels<double>& recall, const RecallSet& recall_test) {
+  const bool quick = cli.options().quick;
+  const std::uint64_t seed = cli.options().seed;
+  // The ViT's random B keep the seeds they always had; the recall model's draw from a stream of their own.
+  TaskSweep<ViT<double>> v(kImageTask, vit, image_test, seed, quick);
+  TaskSweep<RecallModel<double>> r(kRecallTask, recall, recall_test, derive_seed(seed, 301), quick);
+  const Shard::Range g12 = shard.range(v.g12_size() + r.g12_size());
+  const Shard::Range g11 = shard.range(v.instances.size() + r.instances.size());
+  v.plan(task_part(g12, 0, v.g12_size()), task_part(g11, 0, v.instances.size()));
+  r.plan(task_part(g12, v.g12_size(), r.g12_size()), task_part(g11, v.instances.size(), r.instances.size()));
+  // Units: a probe (an item's S, G and loss ladder on one model), a G11 instance.
+  Progress progress(cli.name(), v.to_probe.size() + v.g11.size() + r.to_probe.size() + r.g11.size(), Progress::lines);
+  RegressionTables t;
+  if (!v.run.empty()) probe_task(v, progress);
+  if (!r.run.empty()) probe_task(r, progress);
+  try {
+    if (!v.run.empty()) g12_rows(v, t.g12);
+    if (!r.run.empty()) g12_rows(r, t.g12);
+  } catch (const NonFiniteError& e) { throw NonFiniteError(fmt::format("{}: {}", kG12File, e.what())); }
+  cli.write_table(t.g12, kG12File);
+  if (!v.run.empty()) g11_rows(v, progress, t.g11);
+  if (!r.run.empty()) g11_rows(r, progress, t.g11);
+  progress.finish();
+  cli.write_table(t.g11, kG11File);
 }
 
 // The checkpoints' labels in the order a table first names them, as the notes cite them: the run's checkpoints
 // (labelled relative to the output directory) as the ledger gives every evidence path.
-std::string origin_of(const ExperimentCli& cli, const TableReader& t) {
-  std::vector<std::string> cited;
-  for (const std::string& label : t.distinct(col::kCheckpoint)) {
+std::string origin_of(const ExperimentCli& cli, const TableReader& t, const std::string& task) {
+  std::vector<std::string> labels, cited;
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (t.text(r, col::kTask) == task && std::find(labels.begin(), labels.end(), t.text(r, col::kCheckpoint)) == labels.end())
+      labels.push_back(t.text(r, col::kCheckpoint));
+  for (const std::string& label : labels) {
     const std::size_t end = label.find(" (");
     cited.push_back(label.rfind("checkpoints/", 0) == 0 && end != std::string::npos
                         ? cli.evidence_path(label.substr(0, end)) + label.substr(end)
@@ -344,19 +411,34 @@ std::string origin_of(const ExperimentCli& cli, const TableReader& t) {
   return fmt::format("{}", fmt::join(cited, "; "));
 }
 
-// The end of both notes: the linear baseline trained beside the models (from the same run's vit_training_runs.csv),
-// and --quick's warning.
-std::string note_tail(const ExperimentCli& cli, const std::filesystem::path& dir) {
-  return " " + compare_with_baseline(dir / training_tables::kRunsFile).sentence +
-         (cli.options().quick ? " --quick: tiny models, 2 test images, ranks 2, 8 and G11 on the first seed's model only, not a "
-                                "test of the claim."
-                              : "");
+// The end of a task's notes: the baseline trained beside its models (the linear one from the same run's
+// vit_training_runs.csv, the one without attention from recall_training_runs.csv).
+std::string note_tail(const std::filesystem::path& dir, const std::string& task) {
+  return " " + (task == kRecallTask ? compare_with_recall_baseline(dir / recall_tables::kRunsFile).sentence
+                                    : compare_with_baseline(dir / training_tables::kRunsFile).sentence);
 }
 
-// G12 from trained_regression_target.csv, by the rule above. Each case (checkpoint, layer, head, image) has
-// one "toward B" and one "dS*" row per step of kSteps, in that order.
-ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
-  const TableReader t(dir / kG12File);
+// The tasks the table has rows of, in the sweep's order.
+bool has_task(const TableReader& t, const std::string& task) {
+  for (std::size_t r = 0; r < t.rows(); ++r)
+    if (t.text(r, col::kTask) == task) return true;
+  return false;
+}
+
+// A claim's row from both tasks' judgements (combine_task_judgements' rule), --quick's warning last.
+ClaimRow combined_row(const ExperimentCli& cli, const std::string& id, const std::vector<TaskJudgement>& per_task,
+                      const std::string& metric, const std::string& evidence) {
+  const CombinedJudgement c = combine_task_judgements(per_task);
+  const std::string quick = cli.options().quick ? " --quick: tiny models, 2 test items, ranks 2, 8 and G11 on the first seed's model "
+                                                  "only, not a test of the claim."
+                                                : "";
+  return {id, c.judgement.verdict, metric + " (of the task with the worse verdict; each task's value in the note)", c.judgement.observed,
+          c.threshold, evidence, c.judgement.note + quick};
+}
+
+// G12 on one task from trained_regression_target.csv, by the rule above. Each case (checkpoint, layer, head, item)
+// has one "toward B" and one "dS*" row per step of kSteps, in that order.
+TaskJudgement judge_g12_task(const ExperimentCli& cli, const std::filesystem::path& dir, const TableReader& t, const std::string& task) {
   const std::size_t n_steps = kSteps.size();
   if (t.rows() == 0 || t.rows() % (2 * n_steps) != 0)
     throw std::runtime_error(fmt::format("{}: {} rows, not a whole number of cases of {} rows", t.path().string(), t.rows(), 2 * n_steps));
@@ -366,6 +448,7 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
   std::int64_t n_images = 0;
   std::vector<double> central_best, losses, change_b, change_star;  // the last three at t = 1
   for (std::size_t row = 0; row < t.rows(); row += 2 * n_steps) {
+    if (t.text(row, col::kTask) != task) continue;
     ++cases;
     n_images = std::max(n_images, t.integer(row, col::kImage) + 1);
     const double g_norm = t.real(row, col::kGNorm);
@@ -418,31 +501,46 @@ ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
       verdict == Verdict::holds   ? lowers.note
       : verdict == Verdict::fails ? not_lowers.note
                                   : lowers.note + " " + not_lowers.note,
-      cases, n_images, origin_of(cli, t), worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star), ladder,
-      kFirstOrderTolerance, first_order_agree, cases, median(central_best), worst_first_order, note_tail(cli, dir));
-  return {"G12", verdict,
-          "fraction of cases (checkpoint, layer, head, test image) where moving S to seed 004's B = G + S lowers "
-          "the image's cross-entropy, L(B) < L(S)",
-          static_cast<double>(lowers_b[0]) / static_cast<double>(cases), 1 - kRateTolerance, cli.evidence_path(kG12File), note};
+      cases, n_images, origin_of(cli, t, task), worst_s_residual, ascent_min, median(losses), median(change_b), median(change_star),
+      ladder, kFirstOrderTolerance, first_order_agree, cases, median(central_best), worst_first_order, note_tail(dir, task));
+  return {task, true, {verdict, static_cast<double>(lowers_b[0]) / static_cast<double>(cases), note}, 1 - kRateTolerance};
 }
 
-// G11 from trained_regression_lowrank.csv (and the image count from G12's table), by G5's and G6's rules.
-ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
-  const TableReader t(dir / kG11File);
-  if (t.rows() == 0) throw std::runtime_error(fmt::format("{}: no rows to judge", t.path().string()));
+ClaimRow judge_g12(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kG12File);
+  std::vector<TaskJudgement> per_task;
+  for (const char* task : {kImageTask, kRecallTask})
+    per_task.push_back(has_task(t, task) ? judge_g12_task(cli, dir, t, task) : TaskJudgement{task});
+  return combined_row(cli, "G12", per_task,
+                      "fraction of cases (checkpoint, layer, head, test item) where moving S to seed 004's B = G + S lowers "
+                      "the item's cross-entropy, L(B) < L(S)",
+                      cli.evidence_path(kG12File));
+}
+
+// G11 on one task from trained_regression_lowrank.csv (and the item count from G12's table), by G5's and G6's rules.
+TaskJudgement judge_g11_task(const ExperimentCli& cli, const std::filesystem::path& dir, const TableReader& t, const std::string& task) {
   std::int64_t n_images = 0;
   {
     const TableReader g12(dir / kG12File);
-    for (std::size_t r = 0; r < g12.rows(); ++r) n_images = std::max(n_images, g12.integer(r, col::kImage) + 1);
+    for (std::size_t r = 0; r < g12.rows(); ++r)
+      if (g12.text(r, col::kTask) == task) n_images = std::max(n_images, g12.integer(r, col::kImage) + 1);
   }
   std::map<std::string, std::pair<int, int>> g5, g6, both;
   std::map<Eigen::Index, std::pair<int, int>> g5_by_rank;  // the recipe optimal, by rank, B = G + S only
   std::map<std::string, std::pair<double, double>> cond_range;
-  const std::vector<std::int64_t> ranks = t.distinct_integers(col::kR);  // in the table's order
+  std::vector<std::int64_t> ranks;  // in the table's order
+  std::size_t rows = 0, first = t.rows();
+  for (std::size_t i = 0; i < t.rows(); ++i)
+    if (t.text(i, col::kTask) == task) {
+      ++rows;
+      first = std::min(first, i);
+      if (std::find(ranks.begin(), ranks.end(), t.integer(i, col::kR)) == ranks.end()) ranks.push_back(t.integer(i, col::kR));
+    }
   double worst_ratio = 0, worst_gap = 0, worst_remark = 0, max_unreachable_share = 0;
   std::int64_t rank_lo = 1 << 30, rank_hi = 0, cols = 0, n_regression = 0;
   int recipe_worse_than_zero = 0;
   for (std::size_t i = 0; i < t.rows(); ++i) {
+    if (t.text(i, col::kTask) != task) continue;
     const double gap_ratio = t.real(i, col::kRecipeGapRatio), remark_ratio = t.real(i, col::kRemark21Ratio), x_cond = t.real(i, col::kXCond);
     const double f_min = t.real(i, col::kFMin);
     const bool optimal = gap_ratio <= kRatioThreshold, matches = remark_ratio <= kRatioThreshold;
@@ -471,37 +569,73 @@ ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
   std::string by_rank;
   for (const auto& [r, pt] : g5_by_rank) by_rank += fmt::format("{}r = {} {}/{}", by_rank.empty() ? "" : ", ", r, pt.first, pt.second);
   const std::string note = fmt::format(
-      "{}. X = X' = [z | 1] of each (checkpoint, layer, test image), {} x {} (numerical rank {}..{}: LN1's output "
+      "{}. X = X' = [z | 1] of each (checkpoint, layer, test item), {} x {} (numerical rank {}..{}: LN1's output "
       "satisfies sum_j (z_ij - beta_j) / gamma_j = 0 in every row, so X' is rank-deficient by one whenever that holds), "
-      "the first {} test images of {}; B = G + S of each head (L one image's cross-entropy) or exp_lowrank_regression's "
+      "the first {} test items of {}; B = G + S of each head (L one item's cross-entropy, a sequence's mean over its queries) or exp_lowrank_regression's "
       "random N(0, 1); ranks {}. G5's part (the recipe optimal): {} ({}); with B = G + S, optimal by rank: {}; worst (f(recipe) - "
       "min f) / ||B||^2 = {:.3g}; the recipe is worse than Z = 0 in {}/{} instances. G6's part (Remark 2.1 matches): {} ({}); "
       "worst ratio {:.3g}; the unreachable ||B - PBP||^2 (P the projector on range(X')), absent from Remark 2.1, is up to "
       "{:.3g} of min f.{}",
-      j.note, n_images > 0 ? t.integer(0, col::kN) : 0, cols, rank_lo, rank_hi, n_regression, origin_of(cli, t), fmt::join(ranks, ", "),
-      to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero, t.rows(), to_string(j6.verdict), j6.note,
-      worst_remark, max_unreachable_share, note_tail(cli, dir));
-  return {"G11", j.verdict,
-          "max over instances of max(G5's ratio (f(recipe) - min f) / (n eps cond(X)^2 ||B||^2), G6's |sum_{i>r} "
-          "sigma_i(Z*)^2 - min f| / (the same unit)) with X the trained layer inputs [z | 1]",
-          worst_ratio, kRatioThreshold, cli.evidence_path(kG11File), note};
+      j.note, n_images > 0 ? t.integer(first, col::kN) : 0, cols, rank_lo, rank_hi, n_regression, origin_of(cli, t, task),
+      fmt::join(ranks, ", "), to_string(j5.verdict), j5.note, by_rank, worst_gap, recipe_worse_than_zero, rows, to_string(j6.verdict),
+      j6.note, worst_remark, max_unreachable_share, note_tail(dir, task));
+  return {task, true, {j.verdict, worst_ratio, note}, kRatioThreshold};
+}
+
+ClaimRow judge_g11(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kG11File);
+  if (t.rows() == 0) throw std::runtime_error(fmt::format("{}: no rows to judge", t.path().string()));
+  std::vector<TaskJudgement> per_task;
+  for (const char* task : {kImageTask, kRecallTask})
+    per_task.push_back(has_task(t, task) ? judge_g11_task(cli, dir, t, task) : TaskJudgement{task});
+  return combined_row(cli, "G11", per_task,
+                      "max over instances of max(G5's ratio (f(recipe) - min f) / (n eps cond(X)^2 ||B||^2), G6's |sum_{i>r} "
+                      "sigma_i(Z*)^2 - min f| / (the same unit)) with X the trained layer inputs [z | 1]",
+                      cli.evidence_path(kG11File));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   ExperimentCli cli("exp_trained_regression",
-                    "G11, G12: seed 004's regression target B = G + S and its low-rank recipe on ViTs trained on Fashion-MNIST");
-  CheckpointExperiment on(cli, "an exact-attention checkpoint directory (manifest.json) to analyse instead of the run's "
-                               "<out>/checkpoints/exact/seed-<k>");
+                    "G11, G12: seed 004's regression target B = G + S and its low-rank recipe on the ViTs trained on Fashion-MNIST and "
+                    "the recall models");
+  CheckpointExperiment on(cli, "an exact-attention checkpoint directory (manifest.json; a ViT's or a recall model's) to analyse instead "
+                               "of the run's <out>/checkpoints/exact/seed-<k> and <out>/checkpoints/recall/exact/seed-<k>");
   cli.split_measurement();
   cli.parse(argc, argv);
   if (!on.prepare()) return kExitUsage;
-  const auto models = on.user() ? on.load_user<double>({"exact"}, "G11 and G12 need exact attention (its scores S)")
-                                : on.load_run<double>({"exact"}, kTrainingSeeds);
-  if (!models) return kExitUsage;
+  cli.set_dataset(kTrainedTasksDataset);
+  TrainedModels<double> vit;
+  RecallModels<double> recall;
+  const char* why = "G11 and G12 need exact attention (its scores S)";
+  if (on.user()) {
+    if (on.user_recall()) {
+      auto r = on.load_user_recall<double>({"exact"}, why);
+      if (!r) return kExitUsage;
+      recall = std::move(*r);
+    } else {
+      auto v = on.load_user<double>({"exact"}, why);
+      if (!v) return kExitUsage;
+      vit = std::move(*v);
+    }
+  } else {
+    auto v = on.load_run<double>({"exact"}, kTrainingSeeds, false);
+    auto r = on.load_recall_run<double>({"exact"}, kRecallSeeds, false);
+    if (!v || !r) return kExitUsage;
+    if (!cli.judging() && v->empty() && r->empty()) {
+      const std::string root = (cli.options().out / "checkpoints").string();
+      fmt::print(stderr, "{}: neither {}/exact/seed-<k> (exp_vit_training's) nor {}/recall/exact/seed-<k> "
+                         "(exp_recall_training's) holds checkpoints: run them with the same --out first, or give --checkpoint DIR\n",
+                 cli.name(), root, root);
+      return kExitUsage;
+    }
+    vit = std::move(*v);
+    recall = std::move(*r);
+  }
+  const RecallSet recall_test = on.recall_test(recall.empty() ? RecallShape{}.task : recall.at(0, 0).config().task);
   // The ledger's order as before: G12, then G11.
-  return on.run({[&](const Shard& shard) { measure_regression(cli, shard, *models, on.test()); },
+  return on.run({[&](const Shard& shard) { measure_regression(cli, shard, vit, on.test(), recall, recall_test); },
                  [&](const std::filesystem::path& dir) { return std::vector<ClaimRow>{judge_g12(cli, dir), judge_g11(cli, dir)}; }});
 }
 

@@ -11,7 +11,7 @@ ISA of the build that made it (lib/attnlab/lab/build_isa.hpp: avx512, avx2, port
 - Different ISAs: float sums are rounded differently (vector width, fused multiply-adds), so tables may
   differ in their last digits; the same claims with the same verdicts are expected. Differing tables are
   listed, not counted as failures; the ledger must hold the same claims with the same verdicts (timing
-  claims aside), and its observed values and notes may differ.
+  claims aside: see below), and its observed values and notes may differ.
 
 Byte-identical means:
 - The same tables (*.csv) on both sides; every table byte for byte, except timing tables (*_timing.csv),
@@ -21,8 +21,11 @@ Byte-identical means:
   of the evidence and note (the ledger names a table by its path), except for the claims listed in
   slurm/timing_claims.txt: their verdict, observed value and note come from measured times, so only
   their other fields are compared; and except for the note of a row whose note cites a timing table
-  (e.g. S2's "timed winner agrees with the count in 9/10 configurations (.../qk_merge_timing.csv)"): its
+  (e.g. S2's "the faster form is the cheaper by count in 9 of the 9 decided (.../qk_merge_time_ratio_timing.csv)"): its
   verdict and observed value are compared, its note is not (the rule of verify/test_experiment_shards.cpp).
+- A timing claim's verdicts, in either case, must be equal or one of them inconclusive: each is judged from
+  95% intervals, so another run may leave it undecided but never decide it the other way (tools/verdicts.py's
+  contradict).
 - MERGED_DIR holds REPORT.md and a <experiment>.merged.json stamp per sharded experiment (not compared).
 Prints one line per difference and exits 1 if there is any; prints a summary and exits 0 otherwise.
 """
@@ -34,6 +37,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from verdicts import contradict  # noqa: E402 (tools/verdicts.py)
 
 
 def ledger_path(path):
@@ -130,10 +135,10 @@ def main(argv):
         print(p)
     if problems:
         return 1
-    ledgers = "; ".join(f"{ledger}'s {rows} rows ({strict} with the same verdict, {rows - strict} timing claims not compared)"
+    ledgers = "; ".join(f"{ledger}'s {rows} rows ({strict} with the same verdict, {rows - strict} timing claims equal or inconclusive on one side)"
                         if not same_isa else
                         f"{ledger}'s {rows} rows ({strict - timed} whole, {timed} without a note that cites timings, "
-                        f"{rows - strict} timing claims without verdict/observed/note)"
+                        f"{rows - strict} timing claims without observed/note, their verdicts equal or inconclusive on one side)"
                         for ledger, (rows, strict, timed) in counts.items())
     if not same_isa:
         for d in digits:
@@ -168,11 +173,14 @@ def compare_ledger(ledger, whole, merged, same_isa, loose, problems):
     elif not same_isa:
         verdict = cols.get("verdict")
         for a, b in zip(rows_w, rows_m):
-            if not is_loose(a[0]) and verdict is not None and a[verdict] != b[verdict]:
+            if verdict is not None and (contradict(a[verdict], b[verdict]) if is_loose(a[0]) else a[verdict] != b[verdict]):
                 problems.append(f"{ledger}: row {a[0]}: verdict {a[verdict]} in {whole}, {b[verdict]} in {merged}")
     else:
-        note = cols.get("note")
+        note, verdict = cols.get("note"), cols.get("verdict")
         for a, b in zip(rows_w, rows_m):
+            if is_loose(a[0]) and verdict is not None and contradict(a[verdict], b[verdict]):
+                problems.append(f"{ledger}: timing claim {a[0]}: verdict {a[verdict]} in {whole}, {b[verdict]} in {merged}, "
+                                "two different decided verdicts")
             if is_loose(a[0]):
                 a = [x for k, x in enumerate(a) if k not in skip]
                 b = [x for k, x in enumerate(b) if k not in skip]

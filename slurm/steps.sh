@@ -17,7 +17,7 @@
 #       wall seconds, peak resident memory (KiB, when /usr/bin/time exists), host, threads, end time
 #       (seconds since the epoch).
 #   slurm/steps.sh finish RUN
-#       attnlab_merge of every shard (full mode: exp_vit_training's checkpoints with it), then in plan
+#       attnlab_merge of every shard (full mode: the training experiments' checkpoints with it), then in plan
 #       order `EXP --judge` (sharded) or a whole run (the others), then tools/make_report.py and the run
 #       record RUNS.md (tools/run_record.py); all in a staging directory renamed to RUN/merged at the end
 #       (a failed finish leaves no RUN/merged).
@@ -37,6 +37,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 
 die() { echo "steps.sh: $*" >&2; exit 2; }
+
+# The experiments that train the models exp_trained_* analyse: their checkpoints are linked into (task) or copied
+# into (finish) the directories the trained experiments read.
+training_experiments="exp_vit_training exp_recall_training"
 
 # A path as the experiments write it into the ledger: relative to the repository root when inside it,
 # absolute otherwise (ExperimentCli::evidence_path).
@@ -131,7 +135,7 @@ cmd_init() {
   conf=$(printf 'bin=%q\nbinaries_md5=%q\nbuild=%q\nshards=%q\nseed=%q\nquick=%q\n' "$bin_dir" "$digest" \
     "$(build_of "$bin_dir")" "$n" "$s" "$q")
   # The plan: run_experiments.sh's order (alphabetical, exp_trained_* last), each with its task count and flags.
-  local plan="" late="" exe name mode vit_mode=""
+  local plan="" late="" exe name mode training_whole=0 training_found=0
   shopt -s nullglob
   for exe in "$bin_dir"/exp_*; do
     name=$(basename "$exe")
@@ -139,12 +143,13 @@ cmd_init() {
     "$exe" --help 2>/dev/null | grep -q -- '--shard' && mode=sharded
     case $name in
       exp_trained_*) late+="$name	$mode	${split[$name]:-$n}	${extra[$name]:-}"$'\n' ;;
-      *) plan+="$name	$mode	${split[$name]:-$n}	${extra[$name]:-}"$'\n'; [ "$name" = exp_vit_training ] && vit_mode=$mode ;;
+      *) plan+="$name	$mode	${split[$name]:-$n}	${extra[$name]:-}"$'\n'
+         case " $training_experiments " in *" $name "*) training_found=1; [ "$mode" = sharded ] || training_whole=1 ;; esac ;;
     esac
   done
-  # In full mode exp_trained_* read the checkpoints exp_vit_training wrote: if training runs whole (in the
-  # finish step), they must run after it there, so whole as well.
-  if [ "$q" = 0 ] && [ "$vit_mode" != sharded ]; then late=${late//	sharded	/	whole	}; fi
+  # In full mode exp_trained_* read the checkpoints the training experiments wrote: if a training experiment runs
+  # whole (in the finish step), or none is there, they must run after it there, so whole as well.
+  if [ "$q" = 0 ] && { [ "$training_whole" = 1 ] || [ "$training_found" = 0 ]; }; then late=${late//	sharded	/	whole	}; fi
   plan+="$late"
   [ -n "$plan" ] || die "no experiments (exp_*) in $bin_dir"
   if [ -f "$r/run.conf" ]; then
@@ -171,17 +176,24 @@ cmd_task() {
   local out=$run/shards/$exp/$i
   mkdir -p "$out"
   if [ "$quick" = 0 ] && [[ $exp == exp_trained_* ]]; then
-    # exp_vit_training's checkpoints, each from whichever of its shards trained that model: one link per
-    # checkpoint directory (one holding a manifest.json), at its path under checkpoints/, so that the seeds
-    # of one method trained by different shards (checkpoints/<method>/seed-<k>/) all appear.
+    # The training experiments' checkpoints (exp_vit_training's checkpoints/<method>/seed-<k>, exp_recall_training's
+    # checkpoints/recall/<method>/seed-<k>), each from whichever of its shards trained that model: one link per
+    # checkpoint directory (one holding a manifest.json), at its path under checkpoints/, so that the seeds of one
+    # method trained by different shards all appear.
     mkdir -p "$out/checkpoints"
-    local found=0 m rel
-    while IFS= read -r -d '' m; do
-      rel=${m#"$run"/shards/exp_vit_training/*/checkpoints/}; rel=${rel%/manifest.json}
-      mkdir -p "$(dirname "$out/checkpoints/$rel")"
-      ln -sfn "${m%/manifest.json}" "$out/checkpoints/$rel"; found=1
-    done < <(find "$run"/shards/exp_vit_training/*/checkpoints -name manifest.json -print0 2>/dev/null)
-    [ "$found" = 1 ] || die "$exp: no checkpoints in $run/shards/exp_vit_training/*/checkpoints (exp_vit_training's tasks must finish first)"
+    local found=0 m rel trainer
+    for trainer in $training_experiments; do
+      local dirs=("$run"/shards/$trainer/*/checkpoints)
+      # A trainer the run does not have leaves the pattern unexpanded (or, under nullglob, nothing: find would then
+      # search the current directory).
+      [ -d "${dirs[0]:-}" ] || continue
+      while IFS= read -r -d '' m; do
+        rel=${m#"$run"/shards/$trainer/*/checkpoints/}; rel=${rel%/manifest.json}
+        mkdir -p "$(dirname "$out/checkpoints/$rel")"
+        ln -sfn "${m%/manifest.json}" "$out/checkpoints/$rel"; found=1
+      done < <(find "${dirs[@]}" -name manifest.json -print0 2>/dev/null)
+    done
+    [ "$found" = 1 ] || die "$exp: no checkpoints in $run/shards/{${training_experiments// /,}}/*/checkpoints (the training tasks must finish first)"
   fi
   local exp_flags; exp_flags_of "$exp"
   local start=$EPOCHREALTIME rc=0 stats=""
@@ -232,15 +244,19 @@ cmd_finish() {
     [ -f "$stage/$exp.merged.json" ] || die "$exp: no shard of it in $run/shards/$exp has a stamp (its tasks did not complete)"
   done <"$run/plan.tsv"
   if [ "$quick" = 0 ]; then
-    # exp_vit_training's checkpoints, for the judges and whole runs of exp_trained_* here: attnlab_merge
+    # The training experiments' checkpoints, for the judges and whole runs of exp_trained_* here: attnlab_merge
     # carries those a shard's stamp lists; any other is copied from the shard that wrote it.
-    local m rel
-    while IFS= read -r -d '' m; do
-      rel=${m#"$run"/shards/exp_vit_training/*/checkpoints/}; rel=${rel%/manifest.json}
-      [ -e "$stage/checkpoints/$rel" ] && continue
-      mkdir -p "$(dirname "$stage/checkpoints/$rel")"
-      cp -r "${m%/manifest.json}" "$stage/checkpoints/$rel"
-    done < <(find "$run"/shards/exp_vit_training/*/checkpoints -name manifest.json -print0 2>/dev/null)
+    local m rel trainer
+    for trainer in $training_experiments; do
+      local dirs=("$run"/shards/$trainer/*/checkpoints)
+      [ -d "${dirs[0]:-}" ] || continue  # a trainer the run does not have (nullglob: find would search the current directory)
+      while IFS= read -r -d '' m; do
+        rel=${m#"$run"/shards/$trainer/*/checkpoints/}; rel=${rel%/manifest.json}
+        [ -e "$stage/checkpoints/$rel" ] && continue
+        mkdir -p "$(dirname "$stage/checkpoints/$rel")"
+        cp -r "${m%/manifest.json}" "$stage/checkpoints/$rel"
+      done < <(find "${dirs[@]}" -name manifest.json -print0 2>/dev/null)
+    done
   fi
   while IFS=$'\t' read -r exp mode _; do
     local t0=$SECONDS

@@ -9,7 +9,8 @@
 # experiment given with --split EXP=K), task I runs shard I of it (slurm/task.sbatch), with the
 # experiment's own flags from --flags EXP=FLAGS (e.g. exp_vit_training='--epochs 50'), and with
 # --cpus-per-task, --mem and --time from slurm/resources.tsv. In full mode the exp_trained_* arrays
-# wait for exp_vit_training's array (--dependency=afterok), whose checkpoints they read. Then one merge-judge-report job (slurm/finish.sbatch) with
+# wait for the training arrays (exp_vit_training's and exp_recall_training's, --dependency=afterok), whose
+# checkpoints they read. Then one merge-judge-report job (slurm/finish.sbatch) with
 # --dependency=afterok on every array: the merged tables, claims.csv and REPORT.md land in RUN/merged.
 # Only plain sbatch options are used: --array, --dependency, --kill-on-invalid-dep, --job-name,
 # --output, --time, --mem, --cpus-per-task and --partition (when given). RUN and the build's binaries
@@ -113,7 +114,7 @@ missing=$("$steps" missing "$run") || exit $?
 while read -r exp i; do [ -n "$exp" ] && todo[$exp]+="${todo[$exp]:+,}$i"; done <<<"$missing"
 for exp in "${!todo[@]}"; do todo[$exp]=$(ranges "${todo[$exp]}"); done
 
-ids=(); vit_id=""; whole_seconds=0
+ids=(); train_ids=""; whole_seconds=0
 touch "$run/jobs.tsv"
 while IFS=$'\t' read -r exp mode _; do
   read -r cpus mem time < <(resources_of "$exp")
@@ -124,14 +125,14 @@ while IFS=$'\t' read -r exp mode _; do
   fi
   [ -n "${todo[$exp]:-}" ] || continue
   dep=()
-  if [ "$quick" = 0 ] && [[ $exp == exp_trained_* ]] && [ -n "$vit_id" ]; then dep=(--dependency=afterok:$vit_id); fi
+  if [ "$quick" = 0 ] && [[ $exp == exp_trained_* ]] && [ -n "$train_ids" ]; then dep=(--dependency=afterok:$train_ids); fi
   id=$(submit --job-name="attnlab.$exp" --array="${todo[$exp]}" --cpus-per-task="$cpus" --mem="$mem" --time="$time" \
     "${part[@]}" "${dep[@]}" --output="$run/logs/$exp.%a.log" "$here/task.sbatch" "$steps" "$run" "$exp")
-  [ "$exp" = exp_vit_training ] && vit_id=$id
+  case $exp in exp_vit_training|exp_recall_training) train_ids=${train_ids:+$train_ids:}$id ;; esac
   ids+=("$id")
   printf '%s\t%s\t%s\n' "$exp" "$id" "${todo[$exp]}" >>"$run/jobs.tsv"
   printf '%-28s job %-8s array %-10s cpus %s, mem %s, time %s%s\n' "$exp" "$id" "${todo[$exp]}" "$cpus" "$mem" "$time" \
-    "${dep:+, after $vit_id}"
+    "${dep:+, after $train_ids}"
 done <"$run/plan.tsv"
 
 read -r cpus mem time < <(resources_of finish)

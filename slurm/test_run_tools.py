@@ -80,10 +80,12 @@ def test_stamps(tmp):
     check(rc == 0 and todo == ["exp_a 2"], "stamps of one build pass without the run's build")
 
 
-def results_dir(path, isa, verdict="holds", table="a,b\n1,2\n", timing="s\n0.1\n"):
+def results_dir(path, isa, verdict="holds", table="a,b\n1,2\n", timing="s\n0.1\n", timed_verdict="holds"):
+    """A results directory: Q1, a claim of exact tables, and U15, a timing claim (slurm/timing_claims.txt)."""
     write(os.path.join(path, "t.csv"), table)
     write(os.path.join(path, "t_timing.csv"), timing)
-    write(os.path.join(path, "claims.csv"), f"id,verdict,observed,evidence,note\nQ1,{verdict},0.5,{path}/t.csv,n\n")
+    write(os.path.join(path, "claims.csv"), f"id,verdict,observed,evidence,note\nQ1,{verdict},0.5,{path}/t.csv,n\n"
+                                            f"U15,{timed_verdict},0,{path}/t_timing.csv,t\n")
     write(os.path.join(path, "REPORT.md"), "# report\n")
     if isa:
         write(os.path.join(path, "RUNS.md"), f"# How long the run took\n\n| | |\n|---|---|\n| vector ISA | `{isa}` (Eigen) |\n")
@@ -113,6 +115,16 @@ def test_compare(tmp):
     results_dir(d("g"), None, table="a,b\n1,2.0000001\n")
     rc, out = compare(d("a"), d("g"))
     check(rc == 1 and "not recorded" in out, f"an unrecorded ISA is compared byte for byte, and says so ({rc}, {out})")
+    # A timing claim may be decided in one run and inconclusive in the other, never decided two ways.
+    for isa, name in (("avx512", "h"), ("avx2", "i")):
+        results_dir(d(name + "1"), isa, timed_verdict="inconclusive")
+        rc, out = compare(d("a"), d(name + "1"))
+        check(rc == 0, f"{isa}: a timing claim holds in one run and is inconclusive in the other: equal ({rc}, {out})")
+        for other in ("conditional", "fails"):
+            results_dir(d(name + other), isa, timed_verdict=other)
+            rc, out = compare(d("a"), d(name + other))
+            check(rc == 1 and f"U15: verdict holds in {d('a')}, {other} in" in out,
+                  f"{isa}: a timing claim holds in one run and is {other} in the other: a flip ({rc}, {out})")
 
 
 def test_run_record(tmp):

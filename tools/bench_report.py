@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Turns results/bench_attention.csv (and bench_r7.csv, bench_vit.csv, bench_vit_torch.csv, bench_vit_profile.csv)
+"""Turns results/bench_attention.csv (and bench_r7.csv, bench_vit.csv, bench_vit_torch.csv, bench_vit_profile.csv,
+bench_python.csv)
 into results/bench_attention.md: the performance targets judged (one target per quantity), a table of ratios
 against PyTorch and shares of the measured GEMM rate, the ViT's training throughput per attention method with
 what bounds each method that misses its target, and two figures of GFLOP/s against n with the GEMM ceiling, one
@@ -38,6 +39,12 @@ BACKWARD_SHARE_17 = 0.50   # exact backward at n >= 1024, d 64
 BACKWARD_SPEEDUP_17 = 2.0  # exact backward vs torch autograd's backward, same shapes
 BACKWARD_MEMORY_N_17 = 32768  # O(n d) memory: the peak within BACKWARD_MEMORY_FACTOR_17 x the n d matrices held
 BACKWARD_MEMORY_FACTOR_17 = 2.0
+# The Python module (bench/bench_python.py): attnlab.attend at n 2048, d 64, float32, exact, within 5% of the same kernel
+# timed in C++ in the same run; a call on a tiny input at most 20 us more than its kernel; attnlab.inspect on the 7B-shaped
+# checkpoint within 10% of attnlab_inspect.
+PYTHON_ATTEND_SLACK = 0.05
+PYTHON_OVERHEAD_US = 20.0
+PYTHON_INSPECT_SLACK = 0.10
 # bench_attention measures the GEMM rate just before and just after every configuration (and the memory rate at the
 # start and the end of its run); when two measurements around a configuration differ by more than this (max / min - 1),
 # the machine changed while it ran and its share is flagged unreliable. Likewise the start and end of the run.
@@ -248,6 +255,33 @@ def targets(ours, torch, r7):
     return lines
 
 
+def python_targets(rows, quick):
+    """The Python module's three rows (bench_python.csv), each against its target; rows saying so when the module was
+    not built (no bench_python.csv: not judged). A --quick run times smaller sizes, which no target is about."""
+    if not rows:
+        return [row("Python module: attnlab.attend, call overhead, attnlab.inspect", "not measured (the module was not built: "
+                    "pybind11 missing)", "-", None)]
+    lines = []
+    for r in rows:
+        ratio, what = float(r["ratio"]), r["row"]
+        if what == "attend":
+            ok = ratio <= 1 + PYTHON_ATTEND_SLACK
+            lines.append(row(f"attnlab.attend, exact ({r['impl']}), n{r['n']} d{r['d']} {r['dtype']}, against the C++ kernel in the same run",
+                             f"{ratio:.3f}x ({float(r['python_s']) * 1e3:.2f} against {float(r['cpp_s']) * 1e3:.2f} ms)",
+                             f"<= {1 + PYTHON_ATTEND_SLACK:g}x", None if quick else ok))
+        elif what == "overhead":  # (overhead-keyword: in the table below only)
+            us = float(r["overhead_us"])
+            lines.append(row(f"attnlab.attend's call overhead on a tiny input (n{r['n']} d{r['d']}, no keyword): a call less its kernel",
+                             f"{us:.1f} us ({float(r['python_s']) * 1e6:.1f} against {float(r['cpp_s']) * 1e6:.1f} us)",
+                             f"<= {PYTHON_OVERHEAD_US:g} us", us <= PYTHON_OVERHEAD_US))
+        elif what == "inspect":
+            ok = ratio <= 1 + PYTHON_INSPECT_SLACK
+            lines.append(row(f"attnlab.inspect on {r['method']} against attnlab_inspect (a process, tables written)",
+                             f"{ratio:.3f}x ({float(r['python_s']):.2f} against {float(r['cpp_s']):.2f} s)",
+                             f"<= {1 + PYTHON_INSPECT_SLACK:g}x", None if quick else ok))
+    return lines
+
+
 def vit_threshold(method):
     return VIT_EXACT_SHARE if method == "exact" else VIT_OTHER_SHARE
 
@@ -338,6 +372,19 @@ def vit_table(vit, vit_torch):
                    f"{float(r['max_s']):.4g} | {float(r['user_s']):.4g} | {float(r['sys_s']):.4g} | "
                    f"{float(r['images_per_s']):.0f} | {float(r['gflops']):.1f} | "
                    f"{float(r['gflops']) / float(r['gemm_gflops']):.0%} | {target} | {torch_cells} |")
+    return out
+
+
+def recall_table(recall):
+    """bench_recall.csv: the recall model's step per method beside its ViT row: both shares of the sgemm rate and
+    their ratio."""
+    out = ["| method | batch | threads | s per step (median) | sequences/s | GFLOP/s | % of sgemm | ViT's % of sgemm | "
+           "recall / ViT |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in recall:
+        vit_share = float(r["vit_gemm_share"])
+        out.append(f"| {r['method']} | {r['batch']} | {r['threads']} | {float(r['median_s']):.4g} | "
+                   f"{float(r['sequences_per_s']):.0f} | {float(r['gflops']):.1f} | {float(r['gemm_share']):.0%} | "
+                   + (f"{vit_share:.0%} | {float(r['share_vs_vit']):.2f} |" if math.isfinite(vit_share) else "- | - |"))
     return out
 
 
@@ -581,6 +628,9 @@ def main():
     vit_torch = read(vit_torch_path) if os.path.exists(vit_torch_path) else []
     profile_path = os.path.join(args.results, "bench_vit_profile.csv")
     profile = read(profile_path) if os.path.exists(profile_path) else []
+    recall_path, recall_profile_path = (os.path.join(args.results, f) for f in ("bench_recall.csv", "bench_recall_profile.csv"))
+    recall = read(recall_path) if os.path.exists(recall_path) else []
+    recall_profile = read(recall_profile_path) if os.path.exists(recall_profile_path) else []
     problem = check_vit(vit, vit_torch, args.results) or (f"{vit_path}: {bad_beside(vit)}" if bad_beside(vit) else None)
     if problem:
         print(f"bench_report.py: {problem}", file=sys.stderr)
@@ -593,7 +643,8 @@ def main():
         return 1
     md = ["# Attention benchmark", "",
           "Generated by `tools/bench_report.py` from `bench_attention.csv`, `bench_r7.csv`, `bench_vit.csv`, "
-          "`bench_vit_torch.csv` and `bench_vit_profile.csv` (written by `make bench`); do not edit by hand. "
+          "`bench_vit_torch.csv`, `bench_vit_profile.csv`, `bench_recall.csv`, `bench_recall_profile.csv` and "
+          "`bench_python.csv` (written by `make bench`); do not edit by hand. "
           "How to read it: docs/performance.md.", "",
           f"float, {first['threads']} threads, median of the timed runs after a warm-up (as many as fit 5 s, at most "
           f"{max(int(r['repeats']) for r in rows)} per pass: the repeats column); a configuration whose first run took longer "
@@ -603,7 +654,12 @@ def main():
           "GFLOP/s are counted operations (2 per multiply-add of lib/attnlab/attention/attention_cost.hpp) over the median time; "
           "peak MiB is the resident memory the configuration added (inputs, workspace, outputs)." + roofline_sentence(first), "",
           "## Targets", "", "| target | measured | threshold | verdict |", "|---|---|---|---|"]
-    md += targets(ours, torch, r7) + vit_targets(vit, profile) + targets_17(ours, torch, careful)
+    python_path = os.path.join(args.results, "bench_python.csv")
+    python_rows = read(python_path) if os.path.exists(python_path) else []
+    quick = all(int(r["n"]) < 2048 for r in python_rows if r["row"] == "attend")
+    md += targets(ours, torch, r7) + vit_targets(vit, profile) + targets_17(ours, torch, careful) + python_targets(python_rows, quick)
+    if python_rows and quick:
+        md += ["", "The Python module's rows come from a --quick run (smaller sizes): its ratios are shown, not judged."]
     if not torch:
         md += ["", "No torch rows: the PyTorch peer did not run (python3-torch missing), so no ratio against it."]
     md += ["", "## Every configuration", "",
@@ -634,6 +690,36 @@ def main():
                "projections the rest of multi-head attention. A method that misses its target names, in the targets "
                "table, the part that loses the most time against the best rate any part of its chunk reached.",
                ""] + profile_table(profile) + [""]
+    if recall:
+        md += ["## Recall model training", "",
+               "The recall model of `recall_spec.md` at the sweep's main point (N 32 pairs, 64 tokens, D 64, 4 heads, 2 "
+               "blocks, MLP 128, 1,024 keys, 256 values) with each attention method and the baseline without attention, "
+               "float, one training step at the sweep's batch of fresh sequences, timed as the ViT's in the same run. "
+               "GFLOP/s: `recall_training_flops` (the blocks over 64 tokens and the head at the 32 queries; the embedding is "
+               "a lookup) over the median time; each row beside its method's ViT row at batch 16. A short sequence makes "
+               "every product small, so a recall step reaches a smaller share of sgemm than a ViT step; where a method "
+               "falls much further below its ViT row, the profile below says what bounds it.", ""]
+        md += recall_table(recall) + [""]
+    if recall_profile:
+        md += ["### Where a recall step's time goes", "",
+               f"One chunk of {recall_profile[0]['chunk_images']} sequences on one thread, median of "
+               f"{recall_profile[0]['repeats']} runs per part: the token embedding with the query head and the loss, the "
+               "attention method alone over every sequence and head, and the blocks' rest (projections, LayerNorms, MLPs, "
+               "residual adds) as the whole minus those two.", ""] + profile_table(recall_profile) + [""]
+        md += ["What bounds each method on recall: " + "; ".join(
+            f"{m}: {bounds(m, recall_profile)}" for m in dict.fromkeys(r["method"] for r in recall_profile)) + ".", ""]
+    if python_rows:
+        md += ["## The Python module", "",
+               "bench/bench_python.py, in one process: attnlab.attend on float32 inputs against the same kernel timed in C++ "
+               "on head stacks made beforehand (run_attention, attnlab._attnlab._kernel_seconds), the two alternating run by "
+               "run, medians; the tiny input's time per call over batches of calls; attnlab.inspect against attnlab_inspect "
+               "run as a user runs it (a child process writing its tables), alternating, the page cache warm. What a call "
+               "adds to its kernel: the options parsed and checked, the inputs converted to the kernels' column-major heads "
+               "and checked finite, the output written back in C order.", "",
+               "| row | impl | n | d | threads | runs | Python s | C++ s | ratio | Python - C++ (us) |", "|---|---|---|---|---|---|---|---|---|---|"]
+        md += [f"| {r['row']} {r['method']} | {r['impl'] or '-'} | {r['n'] or '-'} | {r['d'] or '-'} | {r['threads']} | {r['runs']} | "
+               f"{float(r['python_s']):.4g} | {float(r['cpp_s']):.4g} | {float(r['ratio']):.3f} | {float(r['overhead_us']):.1f} |"
+               for r in python_rows] + [""]
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     figures(rows, args.results, args.gnuplot)
     return 0

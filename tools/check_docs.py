@@ -11,7 +11,16 @@ For every Markdown file it checks:
     program's --help, so a renamed or removed flag cannot stay in the documents.
 Links to web addresses (http:, https:, mailto:) are not followed.
 
+With --run BUILD_DIR it runs the documents' commands instead, as a reader following them would: every ```sh block
+(with bash -e) and every ```python block (with /usr/bin/python3), a document's blocks in order in one fresh directory
+where build/, results/, tools/, verify/ and lib/ are the checkout's (the committed results are what the commands
+read) and the example inputs the documents assume are ready (q.npy, k.npy, v.npy, wq.npy, wk.npy, a small GPT-2
+checkpoint as model.safetensors and gpt2/model.safetensors, ~/fmnist the Fashion-MNIST files). A block that must not
+run here (hours of training, the project's own make targets) says why in a comment right above it:
+<!-- docs-test: not run: REASON -->. A code block without a language that holds a command is a problem (tag it).
+
 usage: tools/check_docs.py [--root DIR] --bin BIN_DIR   (DIR: the repository, default this script's parent's)
+       tools/check_docs.py [--root DIR] --run BUILD_DIR
        tools/check_docs.py --self-test                  (the check on made-up documents with planted defects)
 Exit status 0 when everything resolves, 1 with one line per problem (file:line, what, why), 2 for bad usage.
 """
@@ -28,6 +37,10 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 PROGRAM = re.compile(r"(?<![\w./-])build/bin/([A-Za-z0-9_.-]+)")
 FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9-]*)")
+NOT_RUN = re.compile(r"^<!--\s*docs-test:\s*not run:\s*(.+?)\s*-->\s*$")
+COMMAND_START = re.compile(r"^\s*(?:build/bin/|\.\./bin/|make\b|cd\s|python3\b|/usr/bin/python3\b|mkdir\b)")
+RUN_TIMEOUT = 900  # seconds a block may take
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # for the example inputs
 
 
 def slug(heading):
@@ -131,6 +144,91 @@ def check(root, bin_dir, files):
     return problems
 
 
+def code_blocks(path):
+    """[(first line number, language, text, reason not to run or None)] of a Markdown file's fenced blocks."""
+    blocks, inside, lang, start, body, reason, last_text = [], False, "", 0, [], None, ""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for number, line in enumerate(lines, 1):
+        m = FENCE.match(line)
+        if m and not inside:
+            inside, lang, start, body = True, line.strip()[3:].strip(), number, []
+            note = NOT_RUN.match(last_text)
+            reason = note.group(1) if note else None
+            continue
+        if m and inside:
+            blocks.append((start, lang, "\n".join(body) + "\n", reason))
+            inside, last_text = False, ""
+            continue
+        if inside:
+            body.append(line)
+        elif line.strip():
+            last_text = line.strip()
+    return blocks
+
+
+def prepare_scratch(root, build, scratch):
+    """The directory a document's commands run in: the checkout's build/, results/, tools/, verify/ and lib/, and the
+    example inputs the documents assume."""
+    for name, target in (("build", build), ("results", os.path.join(root, "results")), ("tools", os.path.join(root, "tools")),
+                         ("verify", os.path.join(root, "verify")), ("lib", os.path.join(root, "lib"))):
+        os.symlink(target, os.path.join(scratch, name))
+    os.makedirs(os.path.join(scratch, "home"))
+    os.symlink("/usr/share/datasets/fashion-mnist", os.path.join(scratch, "home", "fmnist"))
+    script = f"""
+import sys
+import numpy as np
+sys.path.insert(0, {os.path.join(REPO, "verify", "safetensors")!r})
+import models, st_numpy
+r = np.random.default_rng(0)
+for name, shape in (("q", (256, 32)), ("k", (256, 32)), ("v", (256, 32)), ("wq", (64, 8)), ("wk", (64, 8))):
+    np.save(name + ".npy", r.standard_normal(shape))
+tensors, config, meta, *_ = models.build("gpt2", "F32", seed=1)
+st_numpy.write_checkpoint("gpt2", tensors, config, 1, meta)
+st_numpy.write_checkpoint(".", tensors, config, 1, meta)
+"""
+    subprocess.run(["/usr/bin/python3", "-c", script], cwd=scratch, check=True, capture_output=True, text=True)
+
+
+def run_documents(root, build, files):
+    """Runs every runnable block; returns (problems, ran, skipped [(where, reason)])."""
+    problems, ran, skipped = [], 0, []
+    for path in files:
+        rel = os.path.relpath(path, root)
+        blocks = code_blocks(path)
+        todo = []
+        for start, lang, text, reason in blocks:
+            where = f"{rel}:{start}"
+            commands = [ln for ln in text.splitlines() if COMMAND_START.match(ln)]
+            if lang not in ("sh", "python"):
+                if commands and lang == "":
+                    problems.append(f"{where}: a code block without a language holds a command ({commands[0].strip()!r}): "
+                                    "tag it ```sh (run by this check) or ```text (output)")
+                continue
+            if reason:
+                skipped.append((where, reason))
+                continue
+            todo.append((where, lang, text))
+        if not todo:
+            continue
+        with tempfile.TemporaryDirectory(prefix="attnlab-docs-") as scratch:
+            prepare_scratch(root, build, scratch)
+            env = dict(os.environ, HOME=os.path.join(scratch, "home"))
+            for where, lang, text in todo:
+                cmd = ["bash", "-e", "-o", "pipefail", "-c", text] if lang == "sh" else ["/usr/bin/python3", "-c", text]
+                try:
+                    r = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True, errors="replace",
+                                       timeout=RUN_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    problems.append(f"{where}: the {lang} block took more than {RUN_TIMEOUT} s")
+                    continue
+                ran += 1
+                if r.returncode != 0:
+                    tail = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
+                    problems.append(f"{where}: the {lang} block failed (exit {r.returncode}): {tail[0]}")
+    return problems, ran, skipped
+
+
 def documents(root):
     files = [os.path.join(root, "README.md")]
     docs = os.path.join(root, "docs")
@@ -170,7 +268,28 @@ def self_test():
             for p in found:
                 print(f"  reported: {p}", file=sys.stderr)
             return 1
-    print(f"check_docs self-test: the {len(expected)} planted defects found, nothing else")
+    # --run: a failing block and an untagged command are found; a block that runs, a python block, a block marked
+    # not run, and output in an untagged block are not problems.
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "docs"))
+        build = os.path.join(root, "build")
+        os.makedirs(os.path.join(build, "bin"))
+        with open(os.path.join(root, "README.md"), "w") as f:
+            f.write("# T\n\n```sh\necho made > made.txt\ntest -s q.npy\n```\n\n```python\nprint(open('made.txt').read())\n```\n\n"
+                    "<!-- docs-test: not run: takes a day -->\n```sh\nfalse\n```\n\n```\noutput: done\n```\n\n"
+                    "```sh\ncat absent.txt\n```\n\n```\nmake results\n```\n")
+        found, ran, skipped = run_documents(root, build, documents(root))
+        expected_run = ["README.md:21: the sh block failed", "README.md:25: a code block without a language holds a command"]
+        missing = [e for e in expected_run if not any(p.startswith(e) for p in found)]
+        if missing or len(found) != len(expected_run) or ran != 3 or [r for _, r in skipped] != ["takes a day"]:
+            print("check_docs self-test (--run) FAILED", file=sys.stderr)
+            for e in missing:
+                print(f"  not found: {e}", file=sys.stderr)
+            for p in found:
+                print(f"  reported: {p}", file=sys.stderr)
+            print(f"  ran {ran} (want 3), skipped {skipped}", file=sys.stderr)
+            return 1
+    print(f"check_docs self-test: the {len(expected)} planted defects found, nothing else; --run found its {len(expected_run)}")
     return 0
 
 
@@ -178,7 +297,7 @@ def main(argv):
     if argv == ["--self-test"]:
         return self_test()
     root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    bin_dir = None
+    bin_dir = build_dir = None
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -186,9 +305,26 @@ def main(argv):
             root = args.pop(0)
         elif a == "--bin" and args:
             bin_dir = args.pop(0)
+        elif a == "--run" and args:
+            build_dir = os.path.abspath(args.pop(0))
         else:
             print(f"check_docs.py: unexpected argument '{a}'\n{__doc__.splitlines()[-3]}", file=sys.stderr)
             return 2
+    if build_dir is not None:
+        if not os.path.isdir(os.path.join(build_dir, "bin")):
+            print(f"check_docs.py: --run names no build directory with bin/ ('{build_dir}')", file=sys.stderr)
+            return 2
+        files = documents(os.path.abspath(root))
+        problems, ran, skipped = run_documents(os.path.abspath(root), build_dir, files)
+        for where, reason in skipped:
+            print(f"{where}: not run: {reason}")
+        for p in problems:
+            print(p)
+        if problems:
+            print(f"check_docs.py --run: {len(problems)} problem(s); {ran} block(s) ran", file=sys.stderr)
+            return 1
+        print(f"check_docs.py --run: {ran} block(s) of {len(files)} document(s) ran as written; {len(skipped)} not run (reasons above)")
+        return 0
     if bin_dir is None or not os.path.isdir(bin_dir):
         print(f"check_docs.py: --bin names no directory ('{bin_dir}')", file=sys.stderr)
         return 2

@@ -55,8 +55,8 @@ def main():
            "title": f"skew share of every head ({layers} layers, {heads} heads each)"}
     try:
         _, why = make_report.build_figure(fig, rows, os.path.join(a.dir, FIGURE), a.gnuplot)
-    except make_report.FigureWriteError as e:
-        print(f"{FIGURE} not drawn: {e}")
+    except make_report.FigureWriteError as e:  # names the figure itself
+        print(e)
         return 1
     if why:
         print(f"{FIGURE} not drawn: {why}")

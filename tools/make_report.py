@@ -560,8 +560,17 @@ trials, with exact **Clopper–Pearson** 95% intervals; a rate is judged by its 
 
 **Complexity claims** (O(n), O(d d_k²), …) are judged by **fitted exponents**: least squares of log cost on log
 size, with a 95% **Student-t** confidence interval, both for counted operations (deterministic) and for the
-**median of repeated timings** (robust to a noisy, shared 2-core machine). Counted operations decide whether the
-algorithm has the claimed order; timings show whether it is visible in practice.
+**median of repeated timings**. Counted operations decide whether the algorithm has the claimed order; timings
+show whether it is visible in practice.
+
+**Timing claims** are judged so that the machine's load cannot reverse them. The configurations a verdict compares
+(the sizes of a sweep, the methods of a grid cell) are timed **round-robin**, 9 rounds, every run kept in the
+timing table. A run's time is the **CPU time** the process spent in it (wall time is kept beside it): on a shared
+machine a run also waits for a CPU, and the wait is the queue's, not the method's. Each median gets a
+distribution-free 95% interval from order statistics (the 2nd-fastest to the 2nd-slowest of 9 runs). An exponent or a ratio decides only where its interval clears the threshold, "fastest" or
+"faster" only where one interval lies strictly below the others (otherwise a **tie**, named in the note), and a
+verdict that such an undecided outcome could change is **inconclusive**. Each timing claim's note ends with its
+margin: the distance to the threshold in half-widths of the interval (beyond ±1 decided).
 
 **Ranks** are numerical ranks: singular values (or eigenvalue magnitudes) above max(m, n)·eps·σ_max count, the
 tolerance of LAPACK-based rank estimates (NumPy's `matrix_rank`); each metric names its tolerance.
@@ -582,7 +591,8 @@ READING = """\
 - *Observed* and *threshold* are in the units of the metric column. For residual ratios "observed ≤ threshold"
   means the identity holds; for a claim that something *does* matter (R9: precision affects the result) the
   comparison runs the other way; for exponents the note gives the fitted interval per path or method.
-- Timings depend on this machine (header); exponents transfer, absolute seconds do not.
+- Timings depend on this machine (header); exponents transfer, absolute seconds do not. On timing figures a point
+  is a median CPU time and its error bar the median's 95% interval.
 - **Figures** show what the verdict summarises. Where a caption says so, a point is the worst (max) or median over
   the rows sharing its x and series. Log axes are used where values span decades; an exact 0 cannot sit on a log
   axis, so such points are drawn as open circles on a floor below the data and counted in the caption. Dashed
@@ -728,6 +738,40 @@ def run_set_problems(results, ledger):
     return problems
 
 
+# Claims placed right after another in the report (the moved claim, the one it follows), whatever their numbers.
+PLACED_AFTER = {"U19": "U17"}
+
+
+def side_table(spec_table, results, table):
+    """A markdown table joining derived CSVs (each a judge's means with their intervals) on one key column: one row per
+    key in order of first appearance, one column per CSV, "mean [lower, upper]" (— where a CSV lacks the key or is not
+    in this run). Values are read, never recomputed."""
+    key = spec_table["key"]
+    rows, cells = [], {}
+    present = []
+    for i, col in enumerate(spec_table["columns"]):
+        path = os.path.join(results, col["csv"])
+        if not os.path.isfile(path):
+            continue
+        present.append(col["csv"])
+        for r in table(path):
+            k = r.get(key)
+            if k is None or col["mean"] not in r:
+                continue
+            if k not in rows:
+                rows.append(k)
+            n = f", {r[col['count']]} seeds" if col.get("count") in r else ""
+            cells[(k, i)] = (f"{float(r[col['mean']]):.4f} [{float(r[col['lower']]):.4f}, {float(r[col['upper']]):.4f}]{n}")
+    if not rows:
+        return ""
+    out = [f"**{md_escape(spec_table['title'])}** (from {', '.join(f'`{c}`' for c in present)})\n",
+           "| " + key + " | " + " | ".join(md_escape(c["label"]) for c in spec_table["columns"]) + " |",
+           "|---|" + "---|" * len(spec_table["columns"])]
+    for k in rows:
+        out.append(f"| {md_escape(k)} | " + " | ".join(cells.get((k, i), "—") for i in range(len(spec_table["columns"]))) + " |")
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", required=True, help="results directory holding claims.csv")
@@ -774,6 +818,12 @@ def main():
         return (m.group(1), int(m.group(2))) if m else (cid, 0)
 
     ledger.sort(key=lambda r: (r["source"], idkey(r["id"])))  # document order (000 R … 004 G), then claim number
+    # A claim tested again on another testbed sits beside the first (U19, U16 on recall, after U17 on Fashion-MNIST).
+    for moved, anchor in PLACED_AFTER.items():
+        ids = [r["id"] for r in ledger]
+        if moved in ids and anchor in ids:
+            row = ledger.pop(ids.index(moved))
+            ledger.insert([r["id"] for r in ledger].index(anchor) + 1, row)
     by_id = {r["id"]: r for r in ledger}
     tables = {}
 
@@ -879,6 +929,9 @@ def main():
             if r.get("note"):
                 why += " " + md_escape(r["note"].strip())
             w(para(why))
+            for spec_table in spec.get("tables", []):
+                if cid in spec_table.get("claims", []):
+                    w(side_table(spec_table, results, table))
             c = corrections.get(correction_id(cid))
             if c:
                 d = definitions.get(c["id"], {})

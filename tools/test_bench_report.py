@@ -5,7 +5,7 @@ it is not, and a missing file, a missing row or a non-finite or non-positive rat
 its own ceiling measured around it, only the bandwidth is flagged. The ceilings beside each configuration: a row
 whose two measurements are more than CEILING_DRIFT apart is flagged, by name, in the sentence, in its table cell and
 in a target judged on it. The second pass's sentence counts what it timed; the longest sequence's row is judged on the
-in-place streaming row when there is one. Synthetic tables in a temporary directory, never in results/.
+in-place streaming row when there is one. The Python module's rows are judged against their targets. Synthetic tables in a temporary directory, never in results/.
 
 usage: tools/test_bench_report.py
 """
@@ -163,6 +163,28 @@ def check_one_target_per_quantity():
     check(len(bench_report.vit_targets(vit[1:], profile)) == len(methods) - 1, "no exact row: no exact target row")
 
 
+def check_python_rows():
+    """The Python module's rows: each judged against its target (met, not met), a --quick run's ratios shown but not
+    judged, and no bench_python.csv (the module not built) one row saying so, not judged."""
+    def py_row(row, ratio, overhead_us, n="2048"):
+        return {"row": row, "impl": "reference" if row != "inspect" else "", "method": "exact" if row != "inspect" else "llama-7b",
+                "n": n, "d": "64", "dtype": "float32", "threads": "2", "runs": "9", "python_s": str(ratio), "cpp_s": "1.0",
+                "ratio": str(ratio), "overhead_us": str(overhead_us)}
+    rows = bench_report.python_targets([py_row("attend", 1.03, 30000), py_row("overhead", 1.5, 12.0, "4"),
+                                        py_row("inspect", 1.12, 1e6)], False)
+    check(len(rows) == 3, f"three Python rows: {rows}")
+    check("<= 1.05x" in rows[0] and rows[0].rstrip().endswith("| met |"), f"attend at 1.03x meets 1.05x: {rows[0]}")
+    check("<= 20 us" in rows[1] and rows[1].rstrip().endswith("| met |"), f"a 12 us overhead meets 20 us: {rows[1]}")
+    check("<= 1.1x" in rows[2] and "not met" in rows[2], f"inspect at 1.12x misses 1.1x: {rows[2]}")
+    slow = bench_report.python_targets([py_row("attend", 1.07, 0), py_row("overhead", 1, 25.0, "4")], False)
+    check("not met" in slow[0] and "not met" in slow[1], f"1.07x and 25 us miss their targets: {slow}")
+    quick = bench_report.python_targets([py_row("attend", 1.5, 0, "512")], True)
+    check(quick[0].rstrip().endswith("| - |"), f"a quick run's ratio is not judged: {quick}")
+    missing = bench_report.python_targets([], False)
+    check(len(missing) == 1 and "not measured" in missing[0] and missing[0].rstrip().endswith("| - |"),
+          f"no bench_python.csv: one row saying so, not judged: {missing}")
+
+
 def main():
     limit = bench_report.CEILING_DRIFT
     # Within the limit: stated, not flagged.
@@ -191,6 +213,7 @@ def main():
     check_passes()
     check_long_row()
     check_one_target_per_quantity()
+    check_python_rows()
     print(f"test_bench_report: {len(FAILURES)} failure(s)")
     return 1 if FAILURES else 0
 

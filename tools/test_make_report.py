@@ -322,9 +322,10 @@ def main():
         # Fitted lines: drawn from the fits table's numbers (not refitted from the points: the points below lie
         # on slope 2, the table says 1.5), over its x range; a series without its fit row skips the figure.
         fig = next(f for f in spec["figures"] if f["name"] == "u7_time_vs_n")
-        points = [{"sweep": "n", "precision": p, "n": str(n), "median_seconds": repr(1e-6 * n * n)}
+        points = [{"sweep": "n", "precision": p, "n": str(n), "median_cpu_seconds": repr(1e-6 * n * n),
+                   "lower95": repr(0.9e-6 * n * n), "upper95": repr(1.1e-6 * n * n)}
                   for p in ("double", "float") for n in (512, 1024, 2048, 4096)]
-        fit_rows = [{"sweep": "n", "quantity": f"median_seconds_{p}", "points": "4", "x_min": "512", "x_max": "4096",
+        fit_rows = [{"sweep": "n", "quantity": f"median_cpu_seconds_{p}", "points": "4", "x_min": "512", "x_max": "4096",
                      "slope": "1.5", "lower95": "1.25", "upper95": "1.75", "intercept": repr(math.log(3e-6)), "r2": "0.99"}
                     for p in ("double", "float")]
         scripts.clear()
@@ -346,6 +347,9 @@ def main():
                 check("slope 1.50 [1.25, 1.75]" in lines[0], f"the fitted line's legend {lines[0]!r} lacks the table's slope")
             check(any("double 1.50 [1.25, 1.75] (x 512 to 4096)" in n for n in notes),
                   "the caption does not quote the table's slope, interval and range")
+            # Each median with its 95% interval (the spec's band columns) as an error bar.
+            check(script.count("with yerrorbars") == 2 and f"{1.1e-6 * 512 * 512!r}" in script,
+                  "the timing figure does not draw the medians' intervals as error bars")
         notes, why = make_report.build_figure(fig, points, os.path.join(tmp, "fit2.svg"), args.gnuplot, fit_rows[:1])
         check(notes is None and why is not None and "float" in why and "0 rows" in why,
               f"a series without its fit row was not refused: {why}")
@@ -353,6 +357,31 @@ def main():
         check_hostile_paths(tmp, args.gnuplot)
         check_full_disk(tmp, args.gnuplot)
         check_killed_run(tmp, args.gnuplot)
+
+        # U19 (U16 on recall) sits right after U17 whatever the claim numbers, with the judges' per-method means of both
+        # tasks side by side, copied from their tables (a method present in one table only gets a dash in the other).
+        side = os.path.join(tmp, "side")
+        os.makedirs(side)
+        means = {"vit_training_method_means.csv": ("test_accuracy_mean", {"exact": (0.8537, 0.8417, 0.8656)}),
+                 "recall_training_method_means.csv": ("query_accuracy_mean", {"exact": (0.9913, 0.98, 0.99999),
+                                                                              "no-attention-baseline": (0.0041, 0.0032, 0.005)})}
+        for name, (col, by_method) in means.items():
+            with open(os.path.join(side, name), "w") as f:
+                f.write(f"method,pairs,seeds,{col},lower95,upper95\n")
+                for m, (mean, lo, hi) in by_method.items():
+                    f.write(f"{m},32,3,{mean!r},{lo!r},{hi!r}\n")
+        with open(os.path.join(side, "claims.csv"), "w") as f:
+            f.write("id,source,verdict,metric,observed,threshold,evidence,note\n")
+            for cid in ("U17", "U18", "U19"):
+                f.write(f"{cid},002.txt,inconclusive,margin,-0.01,0,{os.path.join(side, 'claims.csv')},synthetic\n")
+        report = run_report(side, args.gnuplot)
+        order = [report.find(f"### {cid}\n") for cid in ("U17", "U19", "U18")]
+        check(-1 not in order and order == sorted(order), f"the sections are not U17, U19, U18 in that order: {order}")
+        u19 = report[report.find("### U19\n"):report.find("### U18\n")]
+        check("| exact | 0.8537 [0.8417, 0.8656], 3 seeds | 0.9913 [0.9800, 1.0000], 3 seeds |" in u19,
+              "the side-by-side table does not copy both judges' means and intervals under U19")
+        check("| no-attention-baseline | — | 0.0041 [0.0032, 0.0050], 3 seeds |" in u19,
+              "a method of one task only is not shown with a dash for the other")
     finally:
         if args.keep:
             print("kept", tmp)

@@ -21,3 +21,10 @@ def read_verdicts(path=VERDICTS_TSV):
     if not verdicts:
         raise ValueError(f"{path}: no verdicts")
     return verdicts
+
+
+def contradict(a, b):
+    """Whether two runs' verdicts of one claim contradict each other: they differ and neither is inconclusive. A
+    verdict drawn from timings may be decided in one run and inconclusive in another (its interval widened or
+    narrowed with the machine's load), never decided two different ways (holds against conditional included)."""
+    return a != b and "inconclusive" not in (a, b)

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""The PyTorch 1.13 mirror of attnlab's ViT (vit_spec.md, issue 14): one training step in double, for checking
-the hand-written forward, backward and Adam update against PyTorch autograd on the same weights and batch.
+"""The PyTorch 1.13 mirror of attnlab's ViT (vit_spec.md, issue 14) and of its recall model (recall_spec.md): one
+training step in double, for checking the hand-written forward, backward and Adam update against PyTorch autograd
+on the same weights and batch.
 
-  step     loads an attnlab checkpoint directory (manifest.json + float32 .npy files) and a batch (images.npy:
-           uint8, N x image x image; labels.npy: integers 0..9, N), converts everything to double, computes the
-           loss (mean cross-entropy), every parameter's gradient by autograd, and one torch.optim.Adam step
+  step     loads an attnlab checkpoint directory (manifest.json + float32 .npy files) and a batch (a ViT's:
+           images.npy: uint8, N x image x image; labels.npy: integers 0..9, N. A recall model's: keys.npy,
+           values.npy, labels.npy: integers, N x 2P, as recall_spec.md's test set on disk: -1 where a token has no
+           value or no label), converts everything to double, computes the loss (mean cross-entropy, over the
+           images or over the queries), every parameter's gradient by autograd, and one torch.optim.Adam step
            (betas 0.9, 0.999, eps 1e-8, no weight decay, fresh state) at the cosine-annealed learning rate of
            step --step of --total-steps (5e-4 * (1 + cos(pi t / T)) / 2; --lr overrides it). Writes into --out:
              loss.npy              (1,)        float64, the batch's mean cross-entropy
-             logits.npy            (N, 10)     float64
+             logits.npy            (N, 10)     float64 (a recall model: one row per query, in position order)
              grad/<name>.npy       as the parameter, float64, dL/d<name>
              updated/<name>.npy    as the parameter, float64, the parameter after the Adam step
              step.json             method, lr, batch size, parameter names in manifest order
@@ -22,13 +25,14 @@ the hand-written forward, backward and Adam update against PyTorch autograd on t
 
 Mirrored attention methods: all eight of attention/trainable.hpp: exact, symmetric, linear-elu, linear-shen,
 linformer (its learned E and F), random-fourier and favor (their fixed per-head draws, read from the checkpoint's
-buffers), nystrom (segment-mean landmarks, the iterative pseudoinverse differentiated through every iterate).
+buffers), nystrom (segment-mean landmarks, the iterative pseudoinverse differentiated through every iterate); and
+the recall model's no-attention-baseline (the identity in place of attention).
 
 Exit status 2 with one line for bad input (a missing file, a manifest that does not describe the model, a
 batch of the wrong shape or type); 77 when PyTorch or NumPy is not importable (Debian: python3-torch).
 
-usage: tools/vit_torch.py step --checkpoint DIR --images images.npy --labels labels.npy --out DIR
-                              [--step T --total-steps N | --lr LR] [--threads N]
+usage: tools/vit_torch.py step --checkpoint DIR (--images images.npy | --keys keys.npy --values values.npy)
+                              --labels labels.npy --out DIR [--step T --total-steps N | --lr LR] [--threads N]
        tools/vit_torch.py compare --reference DIR --candidate DIR [--tol 1e-9] [--tol-update 1e-6]
 """
 import argparse
@@ -63,6 +67,8 @@ def require_torch():
 
 FORMAT = "attnlab-vit-checkpoint"
 VERSION = 2  # version 2 added the patch windows' stride and pad
+RECALL_FORMAT, RECALL_VERSION = "attnlab-recall-checkpoint", 1
+NO_ATTENTION = "no-attention-baseline"  # the recall model's baseline: the identity in place of attention
 PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530  # the training set's, fixed (vit_spec.md)
 LN_EPS = 1e-5
 PEAK_LR = 5e-4
@@ -115,10 +121,11 @@ class Config:
             return []
         return [(f"block{l}.attn.method.omega_head{h}", (self.features, self.d_k)) for l in range(self.L) for h in range(self.H)]
 
-    def parameter_shapes(self):
-        """Every learned tensor, in manifest order (vit_spec.md), with its shape in the y = x W convention."""
-        D, P = self.D, self.patch * self.patch
-        shapes = [("embed.W", (P, D)), ("embed.b", (D,)), ("embed.pos", (self.n, D))]
+    kind = "vit"
+
+    def block_shapes(self):
+        """The blocks' tensors, in manifest order (vit_spec.md, shared by both models)."""
+        D, shapes = self.D, []
         for l in range(self.L):
             b = f"block{l}."
             shapes += [(b + "ln1.gamma", (D,)), (b + "ln1.beta", (D,))]
@@ -129,9 +136,47 @@ class Config:
                 shapes += [(b + "attn.method.E", (kp, self.n)), (b + "attn.method.F", (kp, self.n))]
             shapes += [(b + "ln2.gamma", (D,)), (b + "ln2.beta", (D,)), (b + "mlp.W1", (D, self.mlp)),
                        (b + "mlp.b1", (self.mlp,)), (b + "mlp.W2", (self.mlp, D)), (b + "mlp.b2", (D,))]
-        shapes += [("head.ln.gamma", (D,)), ("head.ln.beta", (D,)), ("head.W", (D, self.classes)),
-                   ("head.b", (self.classes,))]
         return shapes
+
+    def parameter_shapes(self):
+        """Every learned tensor, in manifest order (vit_spec.md), with its shape in the y = x W convention."""
+        D, P = self.D, self.patch * self.patch
+        return ([("embed.W", (P, D)), ("embed.b", (D,)), ("embed.pos", (self.n, D))] + self.block_shapes() +
+                [("head.ln.gamma", (D,)), ("head.ln.beta", (D,)), ("head.W", (D, self.classes)), ("head.b", (self.classes,))])
+
+
+class RecallConfig(Config):
+    """A recall model's manifest (recall_spec.md): the task's sizes and the same blocks."""
+    kind = "recall"
+
+    def __init__(self, manifest, where):
+        try:
+            self.method = str(manifest["method"])
+            self.D, self.H, self.L, self.mlp = (int(manifest[k]) for k in ("D", "H", "L", "mlp"))
+            self.pairs, self.keys, self.values, self.n = (int(manifest[k]) for k in ("pairs", "keys", "values", "n"))
+            self.projection_k = int(manifest.get("projection_k", 0))
+            self.features = int(manifest.get("features", 0)) or DEFAULT_FEATURES
+            self.landmarks = int(manifest.get("landmarks", 0)) or min(64, self.n)
+            self.pinv_iterations = int(manifest.get("pinv_iterations", 0)) or DEFAULT_PINV_ITERATIONS
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"{where}: manifest.json lacks a valid {e}")
+        if self.method not in METHODS + (NO_ATTENTION,):
+            raise InputError(f"{where}: method '{self.method}' is not mirrored in PyTorch (mirrored: {', '.join(METHODS + (NO_ATTENTION,))})")
+        if min(self.D, self.H, self.L, self.mlp, self.pairs, self.values) < 1 or self.D % self.H or self.keys < self.pairs \
+                or self.values > 256 or self.n != 2 * self.pairs:
+            raise InputError(f"{where}: pairs {self.pairs}, keys {self.keys}, values {self.values}, n {self.n}, D {self.D}, "
+                             f"H {self.H} do not describe a recall model")
+        self.d_k = self.D // self.H
+        self.classes = self.values
+        if self.method == "nystrom" and not 1 <= self.landmarks <= self.n:
+            raise InputError(f"{where}: landmarks = {self.landmarks} must lie in [1, n = {self.n}]")
+
+    def parameter_shapes(self):
+        """Every learned tensor, in manifest order (recall_spec.md)."""
+        D = self.D
+        return ([("embed.keys", (self.keys, D)), ("embed.values", (self.values, D)), ("embed.query", (1, D))] +
+                self.block_shapes() +
+                [("head.ln.gamma", (D,)), ("head.ln.beta", (D,)), ("head.W", (D, self.values)), ("head.b", (self.values,))])
 
 
 def segment_means(x, m):
@@ -147,6 +192,8 @@ def segment_means(x, m):
 def attention(method, q, k, v, p, prefix, cfg=None):
     """Head outputs (N, H, n, d_k) from projected q, k, v (N, H, n, d_k); the method applies its own scale."""
     scale = q.shape[-1] ** -0.5
+    if method == NO_ATTENTION:  # the recall model's baseline: each token's own value
+        return v
     if method == "exact":
         return torch.softmax(q @ k.transpose(-1, -2) * scale, -1) @ v
     if method == "symmetric":  # seed 000: scores of S_w = (W_Q W_K^T + W_K W_Q^T) / 2
@@ -198,14 +245,19 @@ def attention(method, q, k, v, p, prefix, cfg=None):
 
 def forward(cfg, p, images):
     """Logits (N, classes) of uint8 images (N, image, image) under parameters p (name -> tensor)."""
-    N = images.shape[0]
     # The image zero-padded (background pixels), then patch x patch windows every `stride` pixels, in row-major
     # order over the grid, pixels row-major inside a window (unfold's order): (N, n, patch^2).
     padded = F.pad(images.to(p["embed.W"].dtype).unsqueeze(1), (cfg.pad,) * 4)
     x = (padded / 255 - PIXEL_MEAN) / PIXEL_STD
     tokens = F.unfold(x, cfg.patch, stride=cfg.stride).transpose(1, 2)
-    h = tokens @ p["embed.W"] + p["embed.b"] + p["embed.pos"]
-    D, H, dk = cfg.D, cfg.H, cfg.d_k
+    h = blocks(cfg, p, tokens @ p["embed.W"] + p["embed.b"] + p["embed.pos"])
+    z = F.layer_norm(h, (cfg.D,), p["head.ln.gamma"], p["head.ln.beta"], eps=LN_EPS)
+    return z.mean(1) @ p["head.W"] + p["head.b"]
+
+
+def blocks(cfg, p, h):
+    """The pre-LayerNorm blocks (vit_spec.md, shared by both models) on h (N, n, D)."""
+    N, D, H, dk = h.shape[0], cfg.D, cfg.H, cfg.d_k
     for l in range(cfg.L):
         b = f"block{l}."
         z = F.layer_norm(h, (D,), p[b + "ln1.gamma"], p[b + "ln1.beta"], eps=LN_EPS)
@@ -215,8 +267,19 @@ def forward(cfg, p, images):
         h = h + heads @ p[b + "attn.Wo"] + p[b + "attn.bo"]
         z = F.layer_norm(h, (D,), p[b + "ln2.gamma"], p[b + "ln2.beta"], eps=LN_EPS)
         h = h + F.gelu(z @ p[b + "mlp.W1"] + p[b + "mlp.b1"]) @ p[b + "mlp.W2"] + p[b + "mlp.b2"]  # exact erf GELU
-    z = F.layer_norm(h, (D,), p["head.ln.gamma"], p["head.ln.beta"], eps=LN_EPS)
-    return z.mean(1) @ p["head.W"] + p["head.b"]
+    return h
+
+
+def forward_recall(cfg, p, keys, values, labels):
+    """Logits (queries, V) of recall sequences (keys, values, labels: int64 (N, n), -1 where a token has none): the
+    token embedding, the blocks, and at every query (labels >= 0, sequence by sequence in position order) the final
+    LayerNorm and the head (recall_spec.md)."""
+    context = values >= 0
+    x = p["embed.keys"][keys] + torch.where(context.unsqueeze(-1), p["embed.values"][values.clamp(min=0)],
+                                            p["embed.query"][0].expand(*keys.shape, cfg.D))
+    h = blocks(cfg, p, x)
+    z = F.layer_norm(h[labels >= 0], (cfg.D,), p["head.ln.gamma"], p["head.ln.beta"], eps=LN_EPS)
+    return z @ p["head.W"] + p["head.b"]
 
 
 def init_parameters(cfg, generator, dtype=None):
@@ -270,9 +333,13 @@ def load_checkpoint(directory):
         manifest = json.load(open(path, encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: not valid JSON ({e})")
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-        raise InputError(f"{path}: not an {FORMAT} manifest of version {VERSION}")
-    cfg = Config(manifest, path)
+    if isinstance(manifest, dict) and manifest.get("format") == RECALL_FORMAT and manifest.get("version") == RECALL_VERSION:
+        cfg = RecallConfig(manifest, path)
+    elif not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        raise InputError(f"{path}: not an {FORMAT} manifest of version {VERSION} nor an {RECALL_FORMAT} one of version "
+                         f"{RECALL_VERSION}")
+    else:
+        cfg = Config(manifest, path)
     entries = manifest.get("parameters")
     if not isinstance(entries, list):
         raise InputError(f"{path}: \"parameters\" is not a list")
@@ -296,7 +363,7 @@ def load_checkpoint(directory):
         extra = [n for n in params if n not in dict(want)]
         detail = (f"missing {', '.join(missing)}" if missing else "") + ("; " if missing and extra else "") + \
                  (f"unexpected {', '.join(extra)}" if extra else "") or "the parameters are not in manifest order"
-        raise InputError(f"{path}: the parameters do not match a {cfg.method} ViT with L = {cfg.L}: {detail}")
+        raise InputError(f"{path}: the parameters do not match a {cfg.method} {cfg.kind} model with L = {cfg.L}: {detail}")
     for name, shape in want:
         if tuple(params[name].shape) != shape:
             raise InputError(f"{path}: {name} has shape {tuple(params[name].shape)}, the model needs {shape}")
@@ -304,7 +371,7 @@ def load_checkpoint(directory):
     if set(want_buffers) != set(buffers):
         missing = sorted(set(want_buffers) - set(buffers))
         extra = sorted(set(buffers) - set(want_buffers))
-        raise InputError(f"{path}: the buffers do not match a {cfg.method} ViT: "
+        raise InputError(f"{path}: the buffers do not match a {cfg.method} {cfg.kind} model: "
                          + "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
                                                  f"unexpected {', '.join(extra)}" if extra else "") if x))
     for name, shape in want_buffers.items():
@@ -325,26 +392,58 @@ def load_batch(images_path, labels_path, cfg):
     return images, labels.astype(np.int64)
 
 
+def load_recall_batch(keys_path, values_path, labels_path, cfg):
+    """keys, values, labels (int64 (N, n)) of recall sequences, checked against the model's task."""
+    arrays = [load_npy(path, what) for path, what in ((keys_path, "the batch's keys"), (values_path, "the batch's values"),
+                                                        (labels_path, "the batch's labels"))]
+    for a, path in zip(arrays, (keys_path, values_path, labels_path)):
+        if a.ndim != 2 or a.shape[1] != cfg.n or a.shape[0] < 1 or a.dtype.kind not in "iu" or a.shape != arrays[0].shape:
+            raise InputError(f"{path}: {a.dtype} {a.shape}; expected integers (N, {cfg.n}) with N >= 1, as the other arrays")
+    keys, values, labels = (a.astype(np.int64) for a in arrays)
+    if keys.min() < 0 or keys.max() >= cfg.keys or values.min() < -1 or values.max() >= cfg.values or labels.min() < -1 \
+            or labels.max() >= cfg.values or np.any((values >= 0) == (labels >= 0)):
+        raise InputError(f"{keys_path}: tokens outside the task (keys 0..{cfg.keys - 1}, values and labels -1..{cfg.values - 1}, "
+                         "each token a value or a label)")
+    return keys, values, labels
+
+
 # ---------------------------------------------------------------- commands
 
-def training_step(cfg, params, buffers, images, labels, lr):
-    """loss, logits, {name: gradient}, {name: updated parameter} (tensors) of NumPy float64 parameters and buffers,
-    uint8 images and int64 labels: one step of torch.optim.Adam from fresh state."""
+def training_step(cfg, params, buffers, batch, lr):
+    """loss, logits, {name: gradient}, {name: updated parameter} (tensors) of NumPy float64 parameters and buffers and
+    a batch (a ViT's: uint8 images and int64 labels; a recall model's: int64 keys, values, labels): one step of
+    torch.optim.Adam from fresh state."""
     p = {n: torch.from_numpy(a.copy()).requires_grad_(True) for n, a in params.items()}
     fixed = {n: torch.from_numpy(a.copy()) for n, a in buffers.items()}
-    logits = forward(cfg, {**p, **fixed}, torch.from_numpy(images.copy()))
-    loss = F.cross_entropy(logits, torch.from_numpy(labels))
+    if cfg.kind == "recall":
+        keys, values, labels = (torch.from_numpy(a.copy()) for a in batch)
+        logits = forward_recall(cfg, {**p, **fixed}, keys, values, labels)
+        targets = labels[labels >= 0]
+    else:
+        images, labels = batch
+        logits = forward(cfg, {**p, **fixed}, torch.from_numpy(images.copy()))
+        targets = torch.from_numpy(labels)
+    loss = F.cross_entropy(logits, targets)
     opt = torch.optim.Adam(list(p.values()), lr=lr, **ADAM)
     opt.zero_grad()
     loss.backward()
-    grads = {n: t.grad.detach().clone() for n, t in p.items()}
+    # A parameter the loss does not reach (W_q, W_k beside the identity of the recall model's baseline) has no grad:
+    # its gradient is zero, as attnlab's, and Adam leaves it where it is on both sides.
+    grads = {n: t.grad.detach().clone() if t.grad is not None else torch.zeros_like(t) for n, t in p.items()}
     opt.step()
     return loss.detach(), logits.detach(), grads, {n: t.detach().clone() for n, t in p.items()}
 
 
 def cmd_step(args):
     cfg, params, buffers = load_checkpoint(args.checkpoint)
-    images, labels = load_batch(args.images, args.labels, cfg)
+    if cfg.kind == "recall":
+        if not args.keys or not args.values or args.images:
+            raise InputError("a recall model's batch is --keys, --values and --labels")
+        batch = load_recall_batch(args.keys, args.values, args.labels, cfg)
+    else:
+        if not args.images or args.keys or args.values:
+            raise InputError("a ViT's batch is --images and --labels")
+        batch = load_batch(args.images, args.labels, cfg)
     if args.lr is not None:
         lr = args.lr
     else:
@@ -353,7 +452,7 @@ def cmd_step(args):
         lr = cosine_lr(args.step, args.total_steps)
     require_torch()
     torch.set_num_threads(args.threads)
-    loss, logits, grads, updated = training_step(cfg, params, buffers, images, labels, lr)
+    loss, logits, grads, updated = training_step(cfg, params, buffers, batch, lr)
     for sub in ("grad", "updated"):
         os.makedirs(os.path.join(args.out, sub), exist_ok=True)
     np.save(os.path.join(args.out, "loss.npy"), loss.reshape(1).numpy())
@@ -362,9 +461,9 @@ def cmd_step(args):
         np.save(os.path.join(args.out, "grad", name + ".npy"), grads[name].numpy())
         np.save(os.path.join(args.out, "updated", name + ".npy"), updated[name].numpy())
     with open(os.path.join(args.out, "step.json"), "w") as f:
-        json.dump({"method": cfg.method, "lr": lr, "batch": int(images.shape[0]), "torch": torch.__version__,
+        json.dump({"method": cfg.method, "lr": lr, "batch": int(batch[0].shape[0]), "torch": torch.__version__,
                    "parameters": list(params)}, f, indent=1)
-    print(f"vit_torch: {cfg.method}, batch {images.shape[0]}, loss {loss.item():.17g}, lr {lr:.6g}: "
+    print(f"vit_torch: {cfg.kind} {cfg.method}, batch {batch[0].shape[0]}, loss {loss.item():.17g}, lr {lr:.6g}: "
           f"{len(params)} gradients and updated parameters in {args.out}")
     return 0
 
@@ -420,8 +519,10 @@ def main():
     sub = ap.add_subparsers(dest="command", required=True)
     st = sub.add_parser("step", help="one training step in double: loss, gradients, Adam-updated parameters")
     st.add_argument("--checkpoint", required=True, help="attnlab checkpoint directory (manifest.json + .npy)")
-    st.add_argument("--images", required=True, help="uint8 .npy, N x image x image")
-    st.add_argument("--labels", required=True, help="integer .npy, N labels")
+    st.add_argument("--images", help="a ViT's batch: uint8 .npy, N x image x image")
+    st.add_argument("--keys", help="a recall model's batch: integer .npy, N x n (recall_spec.md)")
+    st.add_argument("--values", help="a recall model's batch: integer .npy, N x n, -1 at a query")
+    st.add_argument("--labels", required=True, help="integer .npy: N labels (a ViT), or N x n, -1 at a context token (recall)")
     st.add_argument("--out", required=True, help="output directory")
     st.add_argument("--step", type=int, default=0, help="the step t of the cosine schedule (default 0)")
     st.add_argument("--total-steps", type=int, default=1, help="the schedule's T (default 1)")

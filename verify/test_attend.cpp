@@ -413,6 +413,40 @@ TEST_CASE("attend refuses, before allocating it, exact attention that needs more
   CHECK(e.output.find("at least 1") != std::string::npos);
 }
 
+TEST_CASE("bug: attend's memory estimate ignored --proj, --landmarks and --features: refused before allocating, naming them" *
+          doctest::skip(attnlab::testing::kAddressSanitizer)) {
+  // Small inputs, large parameters: Linformer's E and F at k = n = 8192 (2 GiB in double and float), Nystrom's
+  // m x m and n x m blocks at m = n = 4096 (0.8 GiB), FAVOR's n x D features at D = 2^22 (8 GiB). Under a 512 MiB
+  // cap each was estimated at 0.02 GiB and then failed out of memory (exit 1); the method's own workspace
+  // formula (the registry's cost and draw sizes) must refuse it first: exit 2, one line naming the parameter.
+  ScratchDir dir;
+  struct Case {
+    Eigen::Index n;
+    std::vector<std::string> flags;
+    std::string names;
+  };
+  const std::vector<Case> cases = {{8192, {"--method", "linformer", "--proj", "8192"}, "k = 8192"},
+                                   {4096, {"--method", "nystrom", "--landmarks", "4096"}, "m = 4096"},
+                                   {64, {"--method", "favor", "--features", "4194304"}, "D = 4194304"}};
+  for (const Case& c : cases) {
+    INFO("attend " << c.flags[1] << " " << c.flags[2] << " " << c.flags[3]);
+    const Mat<double> x = Mat<double>::Constant(c.n, 4, 0.25);
+    for (const char* name : {"q.npy", "k.npy", "v.npy"}) write_npy(dir.path() / name, to_npy(x));
+    const fs::path out = dir.path() / "out.npy";
+    std::vector<std::string> args = {"--as=536870912", std::string(ATTNLAB_BIN_DIR) + "/attend", "--q", (dir.path() / "q.npy").string(),
+                                     "--k", (dir.path() / "k.npy").string(), "--v", (dir.path() / "v.npy").string(),
+                                     "--threads", "1", "--out", out.string()};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const ProcessResult r = run_process("/usr/bin/prlimit", args, true);
+    INFO(r.output);
+    CHECK(r.exit_status == 2);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.find("needs about") != std::string::npos);
+    CHECK(r.output.find(c.names) != std::string::npos);
+    CHECK(!fs::exists(out));
+  }
+}
+
 TEST_CASE("bug: attend --threads 1024 under a memory cap exited 1 with the OpenMP runtime's message; now exit 2 and one line" *
           doctest::skip(attnlab::testing::kAddressSanitizer)) {
   // 1024 heads of 2 x 2, so 1024 workers would run; their stacks (8 MiB each by default) cannot fit in 1 GiB.

@@ -1,6 +1,9 @@
 // Checks of the named attention input families.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "attnlab/lab/attention_inputs.hpp"
 #include "support.hpp"
 
@@ -44,6 +47,27 @@ TEST_CASE("the local family concentrates attention near the diagonal") {
     on_diagonal += j == i;
   }
   CHECK(on_diagonal == 64);
+}
+
+TEST_CASE("attention_family_centered: the mean of Q, K and V is small against their spread exactly where it says") {
+  INFO("seed " << kInputsSeed + 3);
+  for (const auto& fam : attention_families()) {
+    INFO(fam);
+    // Over several draws (the clustered centres and the local phases are random per draw), the mean entry of
+    // each matrix against its root mean square: about 1 / sqrt(entries) if centred, 1/2 / sqrt(1/3) for U[0, 1).
+    double largest = 0;
+    for (int draw = 0; draw < 16; ++draw) {
+      Rng rng(derive_seed(kInputsSeed + 3, static_cast<std::uint64_t>(draw)));
+      const AttentionInputs in = make_attention_inputs(fam, 256, 16, rng);
+      for (const auto* m : {&in.q, &in.k, &in.v})
+        largest = std::max(largest, std::abs(m->mean()) / std::sqrt(m->squaredNorm() / static_cast<double>(m->size())));
+    }
+    // Centred families stay below 0.5 (clustered's 8 centres and local's sinusoids move the mean of one draw
+    // the most); uniform is at 0.87.
+    if (attention_family_centered(fam)) CHECK(largest < 0.5);
+    else CHECK(largest > 0.8);
+  }
+  CHECK_THROWS_WITH_AS(attention_family_centered("gaussian_huge"), doctest::Contains("gaussian_huge"), std::invalid_argument);
 }
 
 TEST_CASE("unknown families and empty shapes are rejected by name") {

@@ -1,5 +1,6 @@
 // bench_vit in --quick mode: the CSV schema, every method and both batch sizes of exact, finite positive values
-// and a FLOP count that is vit_training_flops' (never the timings themselves), a profile per method.
+// and a FLOP count that is vit_training_flops' (never the timings themselves), a profile per method; the same for
+// the recall model's rows (recall_training_flops, each beside its method's ViT row).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/model/flops.hpp"
+#include "attnlab/model/recall_protocol.hpp"
 #include "support.hpp"
 
 using namespace attnlab;
@@ -90,7 +92,49 @@ TEST_CASE("bench_vit --quick writes a row per method and batch with its counted 
       if (!difference) CHECK(seconds > 0);
     }
   }
-  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_vit.csv", "bench_vit_profile.csv"});
+  // The recall model: every method and the baseline without attention at the sweep's batch, beside the ViT's rows.
+  const auto recall = read_csv_file(dir.path() / "bench_recall.csv");
+  const auto recall_methods = recall_sweep_methods();
+  REQUIRE(recall.size() == recall_methods.size() + 1);
+  const auto& rh = recall[0];
+  const auto rcol = [&](const std::string& name) {
+    const auto it = std::find(rh.begin(), rh.end(), name);
+    REQUIRE_MESSAGE(it != rh.end(), name);
+    return static_cast<std::size_t>(it - rh.begin());
+  };
+  for (std::size_t i = 1; i < recall.size(); ++i) {
+    const auto& row = recall[i];
+    const std::string& method = recall_methods[i - 1];
+    INFO(method);
+    REQUIRE(row.size() == rh.size());
+    CHECK(row[rcol("method")] == method);
+    CHECK(row[rcol("batch")] == std::to_string(kRecallBatch));
+    CHECK(row[rcol("pairs")] == std::to_string(kRecallPairs));
+    for (const char* c : {"median_s", "sequences_per_s", "gflops", "gemm_gflops", "gemm_share"}) CHECK(std::stod(row[rcol(c)]) > 0);
+    const double gflop = std::stod(row[rcol("counted_gflop_per_step")]);
+    CHECK(gflop ==
+          doctest::Approx(recall_training_flops(recall_training_config(method, 0, RecallShape{}), kRecallBatch) * 1e-9).epsilon(1e-12));
+    // Beside its ViT row (batch 16): that row's share, and the ratio of the two; none for the baseline (no ViT row).
+    const auto vit_row = std::find_if(rows.begin() + 1, rows.end(), [&](const auto& r) { return r[col("method")] == method && r[col("batch")] == "16"; });
+    if (vit_row == rows.end()) {
+      CHECK(row[rcol("vit_gemm_share")] == "nan");
+    } else {
+      CHECK(row[rcol("vit_gemm_share")] == (*vit_row)[col("gemm_share")]);
+      CHECK(std::stod(row[rcol("share_vs_vit")]) ==
+            doctest::Approx(std::stod(row[rcol("gemm_share")]) / std::stod((*vit_row)[col("gemm_share")])).epsilon(1e-9));
+    }
+  }
+  const auto recall_profile = read_csv_file(dir.path() / "bench_recall_profile.csv");
+  constexpr std::size_t kRecallParts = 5;
+  REQUIRE(recall_profile.size() == 1 + kRecallParts * recall_methods.size());
+  for (std::size_t m = 0; m < recall_methods.size(); ++m) {
+    const std::size_t first = 1 + m * kRecallParts;
+    CHECK(recall_profile[first + 1][1] == "attention (" + recall_methods[m] + ", every head)");
+    CHECK(recall_profile[first + 3][1] == "whole chunk (forward_backward)");
+    CHECK(std::stod(recall_profile[first + 3][3]) == 1.0);
+  }
+  CHECK(dir.files() == std::vector<std::string>{".attnlab-quick", "bench_recall.csv", "bench_recall_profile.csv", "bench_vit.csv",
+                                                "bench_vit_profile.csv"});
 }
 
 TEST_CASE("bench_vit: a bad --repeats is a usage error, nothing written") {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "support.hpp"
 
@@ -55,13 +56,13 @@ TEST_CASE("a shard's stamp records the experiment's own flags, not the common on
   // attnlab_merge refuses shards whose flags differ (test_shards.cpp): the stamp must carry them.
   ScratchDir dir;
   const auto out = dir.path() / "shard";
-  const auto r = run_binary("exp_qk_merge", {"--quick", "--repeats", "2", "--threads", "1", "--seed", "5", "--shard",
+  const auto r = run_binary("exp_qk_merge", {"--quick", "--repeats", "7", "--threads", "1", "--seed", "5", "--shard",
                                               "1/2", "--out", out.string()});
   REQUIRE(r.exit_status == 0);
   std::ifstream in(out / "exp_qk_merge.shard.json");
   const std::string stamp((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   INFO(stamp);
-  CHECK(stamp.find("\"options\": \"--repeats 2\",") != std::string::npos);
+  CHECK(stamp.find("\"options\": \"--repeats 7\",") != std::string::npos);
   CHECK(stamp.find("\"seed\": \"5\"") != std::string::npos);
 }
 
@@ -82,4 +83,33 @@ TEST_CASE("integers are decimal: a leading zero is refused, never read as octal"
   // Zero itself is a plain decimal integer.
   const auto zero = run_binary("exp_qk_merge", {"--seed", "0", "--quick", "--threads", "1", "--shard", "1/2", "--out", out});
   CHECK(zero.exit_status == 0);
+}
+
+TEST_CASE("bug: a refusal found after setup (exp_vit_training --quick --batch 60000) created --out and replaced a finished run's stamp") {
+  // The batch is checked against the training images only once the data set is loaded; the refusal used to come
+  // after --out was created, marked quick and stamped unfinished, so a directory holding a finished run was then
+  // refused by the report. Now nothing is written before the run's first file.
+  ScratchDir dir;
+  const std::filesystem::path fresh = dir.path() / "fresh";
+  auto r = run_binary("exp_vit_training", {"--quick", "--method", "exact", "--batch", "60000", "--out", fresh.string()});
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(r.output.find("--batch 60000") != std::string::npos);
+  CHECK(!std::filesystem::exists(fresh));
+
+  // A finished run keeps every byte, its stamp included.
+  const std::filesystem::path done = dir.path() / "done";
+  r = run_binary("exp_vit_training", {"--quick", "--method", "exact", "--threads", "2", "--out", done.string()});
+  REQUIRE(r.exit_status == 0);
+  std::map<std::string, std::string> before;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(done))
+    if (e.is_regular_file()) before[e.path().string()] = attnlab::testing::read_text(e.path());
+  r = run_binary("exp_vit_training", {"--quick", "--method", "exact", "--batch", "60000", "--out", done.string()});
+  INFO(r.output);
+  CHECK(r.exit_status == 2);
+  std::map<std::string, std::string> after;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(done))
+    if (e.is_regular_file()) after[e.path().string()] = attnlab::testing::read_text(e.path());
+  CHECK(after == before);
 }

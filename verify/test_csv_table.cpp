@@ -104,7 +104,7 @@ TEST_CASE("with_column appends a constant column to every row, quoted like any f
   CHECK_THROWS_AS(t.with_column(int_col("m"), "text"), std::invalid_argument);
 }
 
-TEST_CASE("TableReader::distinct: each value (or combination) once, in the order the rows first name it") {
+TEST_CASE("TableReader::distinct and row_groups: each value (or combination) once, in the order the rows first name it") {
   ScratchDir dir;
   CsvTable t({text_col("family"), int_col("n"), real_col("error")});
   t.add_row({std::string("b"), 64, 0.5});
@@ -118,6 +118,15 @@ TEST_CASE("TableReader::distinct: each value (or combination) once, in the order
   CHECK(r.distinct_integers("n") == std::vector<std::int64_t>{64, 16});
   CHECK(r.distinct(std::vector<std::string>{"family", "n"}) ==
         std::vector<std::vector<std::string>>{{"b", "64"}, {"b", "16"}, {"a", "64"}, {"a", "16"}});
+  // The rows of each combination, in the same order, each group's rows in table order.
+  CHECK(r.row_groups({"family", "n"}) == std::vector<std::vector<std::size_t>>{{0, 3}, {1}, {2}, {4}});
+  CHECK(r.row_groups({"family"}) == std::vector<std::vector<std::size_t>>{{0, 1, 3}, {2, 4}});
+  CHECK_THROWS_AS(r.row_groups({"nope"}), TableReadError);
+  // A cell typed by its column.
+  CHECK(std::get<std::int64_t>(r.cell(1, int_col("n")).value()) == 16);
+  CHECK(std::get<double>(r.cell(2, real_col("error")).value()) == 0.125);
+  CHECK(std::get<std::string>(r.cell(2, text_col("family")).value()) == "a");
+  CHECK_THROWS_AS(r.cell(0, int_col("family")), TableReadError);
   CHECK_THROWS_AS(r.distinct("nope"), TableReadError);
   CHECK_THROWS_AS(r.distinct_integers("family"), TableReadError);  // "b" is not an integer: named with its row
   // A table with a header and no rows has no values.

@@ -50,12 +50,12 @@ std::vector<std::vector<std::string>> untimed_cells(const std::filesystem::path&
                      h.find("rate") != std::string::npos || h.find("speed") != std::string::npos ||
                      // Derived from times as well: repeats chosen from a first timing, exponents (slopes)
                      // fitted to times with their intervals, intercepts and fit quality, the resident set's measured peak (as
-                     // noisy as a time), and which method was fastest or faster (qk_merge_timing's
-                     // factored_faster flips between runs when the two times are close).
+                     // noisy as a time), which method was fastest or faster or tied (a tie in one run may be
+                     // decided in another), and the margins of those outcomes (lab/timing_verdict.hpp).
                      h == "repeats" || h.find("exponent") != std::string::npos || h.ends_with("95") ||
                      h == "r2" || h == "slope" || h == "intercept" ||  // and a timing fit's (lab/fit_table.hpp)
-                     h.find("peak") != std::string::npos || h == "fastest" ||
-                     h.ends_with("_faster") ||
+                     h.find("peak") != std::string::npos || h == "fastest" || h.ends_with("_fastest") ||
+                     h == "faster" || h.ends_with("_faster") || h == "tied" || h == "margin" ||
                      h == "threads"));  // the whole run uses 2 threads, the shards 1
   for (auto& r : rows) {
     std::vector<std::string> kept;

@@ -21,8 +21,9 @@ bool is_timing_table(const std::string& name) {
 }
 
 // Every table parses, has a header and rows of the header's width; every evidence table
-// ends with the `inputs` column, "random" for our own draws ("fashion-mnist" for the training tables and
-// exp_trained_attention's trained_* tables).
+// ends with the `inputs` column, "random" for our own draws ("fashion-mnist" for the ViT's training tables and
+// exp_trained_growth's, "recall" for the recall model's, "fashion-mnist+recall" for the other trained_* tables,
+// measured on both).
 void check_tables(const ScratchDir& dir) {
   // A quick run marks its directory, so full runs refuse it and it never mixes with full results.
   CHECK(std::filesystem::is_regular_file(dir.path() / ".attnlab-quick"));
@@ -40,7 +41,10 @@ void check_tables(const ScratchDir& dir) {
     for (const auto& r : rows) CHECK(r.size() == rows[0].size());
     if (f == kClaimsFile || f == kCorrectionsFile) continue;
     CHECK(rows[0].back() == "inputs");
-    const std::string inputs = f.starts_with("vit_training") || f.starts_with("trained_") ? "fashion-mnist" : "random";
+    const std::string inputs = f.starts_with("vit_training") || f.starts_with("trained_growth") ? "fashion-mnist"
+                               : f.starts_with("recall_")                                      ? "recall"
+                               : f.starts_with("trained_")                                     ? "fashion-mnist+recall"
+                                                                                               : "random";
     for (std::size_t i = 1; i < rows.size(); ++i) CHECK(rows[i].back() == inputs);
   }
 }

@@ -7,6 +7,8 @@
 
 #include "attnlab/attention/attention_cost.hpp"
 #include "attnlab/attention/linformer.hpp"
+#include "attnlab/attention/linformer_theorems.hpp"
+#include "attnlab/lab/attention_inputs.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/softmax.hpp"
@@ -229,6 +231,63 @@ TEST_CASE("round trip R^T R w: direct and sampled draws have mean w and E||R^T R
     // Each coordinate of the mean has standard error at most sqrt(expected / trials).
     CHECK((mean - w).cwiseAbs().maxCoeff() < 5 * std::sqrt(expected / trials));
   }
+}
+
+TEST_CASE("Theorem 1's error: E||P R^T R w - P w||^2 = (||P||_F^2 ||w||^2 + ||P w||^2) / k, for sharp and flat P") {
+  const std::uint64_t seed = kLinformerSeed + 10;
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const Eigen::Index n = 24, k = 5, trials = 6000;
+  for (const std::string family : {"gaussian_small", "gaussian_large", "uniform"}) {
+    INFO(family);
+    const AttentionInputs in = make_attention_inputs(family, n, 4, rng);
+    const Mat<double> p = softmax_attention_matrix(in.q, in.k);
+    const Vec<double> w = in.v.col(0), pw = p * w;
+    const double expected = (p.squaredNorm() * w.squaredNorm() + pw.squaredNorm()) / static_cast<double>(k);
+    double sum = 0, sum_sq = 0;
+    for (Eigen::Index t = 0; t < trials; ++t) {
+      const double e = (p * round_trip_sampled(w, k, rng) - pw).squaredNorm();
+      sum += e;
+      sum_sq += e * e;
+    }
+    const double m = sum / trials, sd = std::sqrt(sum_sq / trials - m * m);
+    CHECK(std::abs(m - expected) < 5 * sd / std::sqrt(static_cast<double>(trials)));
+  }
+}
+
+TEST_CASE("Theorem 1's success counts: the Johnson-Lindenstrauss scale is never stricter; k_needed lies on its grid") {
+  const std::uint64_t seed = kLinformerSeed + 11;
+  INFO("seed " << seed);
+  Rng rng(seed);
+  const AttentionInputs in = make_attention_inputs("gaussian", 64, 8, rng);
+  Theorem1Problem pr;
+  pr.p = softmax_attention_matrix(in.q, in.k);
+  pr.v = in.v;
+  pr.pv = pr.p * pr.v;
+  for (Eigen::Index k : {1, 8, 64, 512}) {
+    INFO("k = " << k);
+    // The same draws (same seed) judged against eps ||P||_F ||w|| >= eps ||P w||: at least as many successes.
+    const std::size_t out = theorem1_successes(pr, k, 0.2, 50, derive_seed(seed, k));
+    const std::size_t jl = theorem1_successes(pr, k, 0.2, 50, derive_seed(seed, k), Theorem1Scale::johnson_lindenstrauss);
+    CHECK(jl >= out);
+    if (k == 512) CHECK(jl == 50);  // sqrt(2 / 512) is far below 0.2: every draw within the JL scale
+  }
+  for (int steps : {1, 2, 4}) {
+    INFO("steps per octave " << steps);
+    const KNeeded kn = theorem1_k_needed(pr, 0.5, 40, 0.9, 30 * steps, derive_seed(seed, 99), steps);
+    REQUIRE(kn.k > 0);
+    CHECK(kn.rate >= 0.9);
+    // k is a grid point 2^(j / steps), and the grid point below it falls short (or k is the first point).
+    const double j = std::round(std::log2(static_cast<double>(kn.k)) * steps);
+    CHECK(std::llround(std::pow(2.0, j / steps)) == kn.k);
+    const auto below = static_cast<Eigen::Index>(std::llround(std::pow(2.0, (j - 1) / steps)));
+    if (j > 0 && below != kn.k) {  // small k repeat on a fine grid: the bisection's lower point is another j
+      const std::size_t ok = theorem1_successes(pr, below, 0.5, 40, derive_seed(derive_seed(seed, 99), below));
+      CHECK(static_cast<double>(ok) / 40 < 0.9);
+    }
+  }
+  CHECK_THROWS_WITH_AS(theorem1_k_needed(pr, 0.5, 40, 0.9, 10, seed, 0), doctest::Contains("steps_per_octave (= 0)"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("chi-square variates have mean dof and variance 2 dof, for dof below and above 2") {

@@ -2,11 +2,14 @@
 // formula, orthogonal draws, huge logits, misuse.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "attention_test_support.hpp"
 #include "attnlab/attention/linear_attention.hpp"
 #include "attnlab/attention/random_features.hpp"
+#include "attnlab/attention/softmax_attention.hpp"
 
 using namespace attnlab;
 using namespace attnlab::testing;
@@ -199,4 +202,57 @@ TEST_CASE("linear and random-feature head-stack wrappers equal the per-head kern
     CHECK(ea[i] == efficient_attention(q[i], k[i], v[i]));
     CHECK(el[i] == elu_linear_attention(q[i], k[i], v[i]));
   }
+}
+
+TEST_CASE("random Fourier attention's predicted error: the formula written out, 1/sqrt(D), and the measured error") {
+  const std::uint64_t seed = kAttentionTestSeed + 40;
+  INFO("seed " << seed);
+  Rng rng(seed);
+  for (const std::string family : {"gaussian_small", "uniform", "clustered"}) {
+    for (Eigen::Index n : {1, 2, 3, 24}) {
+      INFO(family << " n = " << n);
+      const auto in = typed_inputs<double>(family, n, 4, rng);
+      const double tau = 2.0;  // sqrt(d)
+      // The definition, term by term: sum_i sum_j b_j^2 ||v_j - s_i||^2 / (D (sum_j b_j kappa_ij)^2), over ||S||_F^2.
+      const Eigen::MatrixXd s = softmax_attention(in.q, in.k, in.v);
+      double total = 0;
+      for (Eigen::Index i = 0; i < n; ++i) {
+        double num = 0, den = 0;
+        for (Eigen::Index j = 0; j < n; ++j) {
+          const double b = std::exp(in.k.row(j).squaredNorm() / (2 * tau));
+          const double kappa = std::exp(-(in.q.row(i) - in.k.row(j)).squaredNorm() / (2 * tau));
+          num += b * b * (in.v.row(j) - s.row(i)).squaredNorm();
+          den += b * kappa;
+        }
+        total += num / (den * den);
+      }
+      const double direct = std::sqrt(total / 16) / s.norm();
+      const double pi16 = random_fourier_predicted_error(in.q, in.k, in.v, 16, tau);
+      CHECK(std::abs(pi16 - direct) <= 1e-12 * direct + 1e-300);
+      // D enters as 1 / sqrt(D) exactly.
+      CHECK(std::abs(random_fourier_predicted_error(in.q, in.k, in.v, 64, tau) * 2 - pi16) <= 1e-13 * pi16 + 1e-300);
+    }
+  }
+  // Against the method itself, where the prediction is small: the root mean square relative error over draws is
+  // below it (the prediction bounds each cosine's variance by 1) and not negligible against it.
+  const auto in = typed_inputs<double>("gaussian_small", 32, 4, rng);
+  const Eigen::MatrixXd exact = softmax_attention(in.q, in.k, in.v);
+  const double pi = random_fourier_predicted_error(in.q, in.k, in.v, 64, 2.0);
+  REQUIRE(pi < 0.2);
+  double sum_sq = 0;
+  const int draws = 400;
+  for (int t = 0; t < draws; ++t) {
+    Rng draw_rng(derive_seed(seed, static_cast<std::uint64_t>(t)));
+    const auto draw = draw_fourier_features(4, 64, 1 / std::sqrt(2.0), draw_rng);
+    const double e = (random_fourier_attention(in.q, in.k, in.v, draw, 2.0) - exact).norm() / exact.norm();
+    sum_sq += e * e;
+  }
+  const double rms = std::sqrt(sum_sq / draws);
+  INFO("pi " << pi << " rms " << rms);
+  CHECK(rms < pi);
+  CHECK(rms > 0.05 * pi);
+  CHECK_THROWS_WITH_AS(random_fourier_predicted_error(in.q, in.k, in.v, 0, 2.0), doctest::Contains("features (= 0)"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(random_fourier_predicted_error(in.q, in.k, in.v, 8, 0.0), doctest::Contains("temperature"),
+                       std::invalid_argument);
 }

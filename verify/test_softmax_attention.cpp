@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "attention_test_support.hpp"
+#include "attnlab/attention/attention_error.hpp"
 #include "attnlab/attention/softmax_attention.hpp"
 #include "attnlab/attention/streaming_attention.hpp"
 
@@ -120,4 +121,24 @@ TEST_CASE("head-stack wrappers equal the per-head kernels") {
     CHECK(streamed[i] == streaming_attention(q[i], k[i], v[i], 4));
   }
   CHECK_THROWS_AS(softmax_attention(q, HeadStack<double>(1, 3, 9, 4), v), std::invalid_argument);
+}
+
+TEST_CASE("uniform attention's error: zero when softmax attention is uniform, the definition otherwise") {
+  Rng rng(kAttentionTestSeed + 3);
+  INFO("seed " << kAttentionTestSeed + 3);
+  for (Eigen::Index n : {1, 2, 3, 17}) {
+    INFO("n = " << n);
+    const auto in = typed_inputs<double>("gaussian", n, 5, rng);
+    // Equal keys make every score of a query equal: softmax attention is exactly uniform attention.
+    const Eigen::MatrixXd same_keys = in.k.row(0).replicate(n, 1);
+    CHECK(uniform_attention_error(in.v, softmax_attention(in.q, same_keys, in.v)) <= 4 * n * 1e-16);
+    // Otherwise the definition: the mean of V's rows in every row, against the reference.
+    const Eigen::MatrixXd exact = softmax_attention(in.q, in.k, in.v);
+    Eigen::MatrixXd mean(n, 5);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < 5; ++j) mean(i, j) = in.v.col(j).sum() / static_cast<double>(n);
+    CHECK(uniform_attention_error(in.v, exact) == doctest::Approx((mean - exact).norm() / exact.norm()).epsilon(1e-12));
+  }
+  CHECK_THROWS_AS(uniform_attention_error(Eigen::MatrixXd(0, 5), Eigen::MatrixXd(2, 5)), std::invalid_argument);
+  CHECK_THROWS_AS(uniform_attention_error(Eigen::MatrixXd(2, 4), Eigen::MatrixXd(2, 5)), std::invalid_argument);
 }

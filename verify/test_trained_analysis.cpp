@@ -8,11 +8,14 @@
 #include <vector>
 
 #include "attnlab/core/rng.hpp"
+#include "attnlab/io/csv_table.hpp"
 #include "attnlab/lab/verdict.hpp"
 #include "attnlab/model/analysis/attention_spectrum.hpp"
 #include "attnlab/model/analysis/attention_swap.hpp"
 #include "attnlab/model/analysis/qk_skew.hpp"
 #include "attnlab/model/checkpoint.hpp"
+#include "attnlab/model/recall_model.hpp"
+#include "attnlab/model/recall_protocol.hpp"
 #include "attnlab/model/trainer.hpp"
 #include "support.hpp"
 
@@ -224,6 +227,22 @@ TEST_CASE("exp_trained_attention: bad or missing checkpoints are one line and ex
   for (const char* f : {"trained_skew_share.csv", "trained_symmetric_swap.csv", "trained_attention_rank.csv",
                         "trained_attention_spectrum.csv", "trained_swap_error.csv", "trained_swap_accuracy.csv"})
     CHECK(std::filesystem::is_regular_file(run.path() / f));
+  // A recall model's checkpoint through the same door: its rows are the recall task's, scored on its own test set.
+  RecallConfig rc;
+  rc.task = {4, 16, 8};
+  rc.seed = kTrainedAnalysisSeed;
+  RecallModel<float> recall(rc);
+  save_checkpoint(recall, out.path() / "mine-recall", 0);
+  ScratchDir recall_run;
+  r = run_binary("exp_trained_attention",
+                 {"--quick", "--checkpoint", (out.path() / "mine-recall").string(), "--out", recall_run.path().string()});
+  INFO(r.output);
+  REQUIRE(r.exit_status == 0);
+  CHECK(!std::filesystem::exists(recall_run.path() / "claims.csv"));
+  const auto swap = read_csv_file(recall_run.path() / "trained_symmetric_swap.csv");
+  REQUIRE(swap.size() == 1 + 2);  // the trained model and its M -> S_w replacement, no symmetric model of the user's
+  CHECK(swap[1][0] == "recall");
+  CHECK(swap[1][5] == std::to_string(kQuickRecallTestSequences * 4));  // test_rows: 4 queries per sequence
 }
 
 TEST_CASE("exp_trained_attention --help names every claim it judges") {

@@ -181,3 +181,22 @@ TEST_CASE("intervals by condition: holds, fails, conditional, and inconclusive w
   CHECK_THROWS_AS(judge_intervals_by_condition({}, 25), std::invalid_argument);
   CHECK_THROWS_AS(judge_intervals_by_condition({c("r", 3, 2)}, 25), std::invalid_argument);
 }
+
+TEST_CASE("outcomes by condition (U15 over its cells, U14 over its methods): holds, conditional, fails, inconclusive") {
+  const auto c = [](const char* name, Verdict v) { return ConditionOutcome{name, std::string(name) + " [..]", v}; };
+  const std::string why = "The fastest methods' 95% intervals overlap (a tie)";
+  CHECK(judge_outcomes_by_condition({c("a", Verdict::holds), c("b", Verdict::holds)}, why).verdict == Verdict::holds);
+  CHECK(judge_outcomes_by_condition({c("a", Verdict::fails), c("b", Verdict::fails)}, why).verdict == Verdict::fails);
+  // Another method separated-faster in one cell, linear in another: conditional, whatever the tie.
+  const Judgement conditional =
+      judge_outcomes_by_condition({c("a", Verdict::holds), c("b", Verdict::fails), c("t", Verdict::inconclusive)}, why);
+  CHECK(conditional.verdict == Verdict::conditional);
+  CHECK(conditional.note == "Holds only for a [..]. Fails for b [..]. " + why + " for t [..].");
+  // A tie where every decided cell holds: the tie decides holds against conditional, so inconclusive, never a flip.
+  const Judgement tie = judge_outcomes_by_condition({c("a", Verdict::holds), c("t", Verdict::inconclusive)}, why);
+  CHECK(tie.verdict == Verdict::inconclusive);
+  CHECK(tie.note == "Holds for a [..]. " + why + " for t [..]: the data cannot decide.");
+  CHECK(judge_outcomes_by_condition({c("b", Verdict::fails), c("t", Verdict::inconclusive)}, why).verdict == Verdict::inconclusive);
+  CHECK_THROWS_AS(judge_outcomes_by_condition({}, why), std::invalid_argument);
+  CHECK_THROWS_AS(judge_outcomes_by_condition({c("a", Verdict::conditional)}, why), std::invalid_argument);
+}

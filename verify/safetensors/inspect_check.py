@@ -11,6 +11,11 @@ Checks (--check, default all):
              from V's block, LLaMA's key heads assigned round-robin instead of in groups), so they can tell
   malformed  every hostile file (verify/safetensors/st_format.py, plus index, FIFO and dtype cases) refused:
              exit status 2, one stderr line naming the file, nothing written
+  robust     what a new user's probe found: weights stored at any scale give the same verdicts (or a refusal
+             naming the head); directory names that try to run a command through the figure step run
+             nothing; a directory name that is not UTF-8 is drawn; a full disk leaves no truncated figure
+             and one line; layer numbers written oddly ("01", "-1", 23 digits) and --export onto a device,
+             a directory or a link are refused
 Counts (ranks, eigenvalue signs) must agree exactly (the heads have clear gaps); reals within LAPACK-style
 ratios |ours - numpy| / (d eps_T ||W_Q,h||_F ||W_K,h||_F) <= 30 (scaled per column, see RATIOS).
 Exit status 0 passed, 1 failed, 77 NumPy missing (ctest shows the test as skipped).
@@ -19,9 +24,12 @@ import argparse
 import csv
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 try:
     import numpy as np
@@ -289,17 +297,155 @@ def check_malformed(binary, work):
     return failures, cases + 2
 
 
+def claims_of(out):
+    """{id: verdict} of an inspection's claims.csv."""
+    return {r["id"]: r["verdict"] for r in read_rows(os.path.join(out, "claims.csv"))}
+
+
+def scaled(tensors, factor, dtype=None):
+    """The checkpoint's tensors multiplied by factor, stored again in their dtype (or in dtype)."""
+    out = {}
+    for k, (dt, a) in tensors.items():
+        dt = dtype or dt
+        out[k] = (dt, st_numpy.stored(a * factor, dt))
+    return out
+
+
+def complete_svg(path):
+    try:
+        return ET.parse(path).getroot().tag.rsplit("}", 1)[-1] == "svg"
+    except (OSError, ET.ParseError):
+        return False
+
+
+def check_robust(binary, work):
+    """The classes of defect a new user's probe found in the inspector, each a case that failed before its fix."""
+    failures, cases = 0, 0
+
+    def verdict(ok, what, detail=""):
+        nonlocal failures, cases
+        cases += 1
+        failures += not ok
+        print(("ok  " if ok else "FAIL") + f" {what}" + (f": {detail}" if detail else ""))
+
+    # 1. Scale: the skew share, the ranks and the eigenvalue counts do not depend on the weights' scale, so neither
+    # may a verdict, in float or in double; a power of two gives the same bits but for the three norms.
+    tensors, config, meta, *_ = models.build("gpt2", "F32", SEED + 300)
+    base_dir = os.path.join(work, "scale")
+    runs = {}
+    for name, factor in (("1", 1.0), ("1e-25", 1e-25), ("1e30", 1e30), ("2^-84", 2.0 ** -84), ("2^100", 2.0 ** 100)):
+        path = st_numpy.write_checkpoint(os.path.join(base_dir, "model-" + name), scaled(tensors, factor), config, 1, meta)
+        for precision in ("float", "double"):
+            out = os.path.join(base_dir, f"out-{name}-{precision}")
+            p, table = run_inspect(binary, ["--layout", "gpt2", path, "--precision", precision], out)
+            if p.returncode != 0:
+                verdict(False, f"weights x {name} in {precision}", f"exit {p.returncode}: {p.stderr.strip()}")
+                continue
+            runs[(name, precision)] = (claims_of(out), read_rows(table))
+    reference = runs.get(("1", "float"))
+    for key, (claims, _) in runs.items():
+        if key != ("1", "float") and reference:
+            verdict(claims == reference[0], f"weights x {key[0]} in {key[1]}: verdicts as at scale 1",
+                    "" if claims == reference[0] else f"{claims} against {reference[0]}")
+    norms = ("m_norm", "s_norm", "lambda_next")
+    for name, factor in (("2^-84", 2.0 ** -84), ("2^100", 2.0 ** 100)):
+        for precision in ("float", "double"):
+            if (name, precision) not in runs or ("1", precision) not in runs:
+                continue
+            ours, base = runs[(name, precision)][1], runs[("1", precision)][1]
+            same = len(ours) == len(base) and all(
+                all(a[c] == b[c] for c in a if c not in norms + ("inputs",)) and
+                all(float(a[c]) == float(b[c]) * factor * factor for c in norms) for a, b in zip(ours, base))
+            verdict(same, f"weights x {name} in {precision}: every column the same bits, the norms x {name}^2")
+    # Past what a double holds: refused, naming the layer and the head, nothing written.
+    big = st_numpy.write_checkpoint(os.path.join(base_dir, "model-f64-1e160"), scaled(tensors, 1e160, "F64"), config, 1, meta)
+    out = os.path.join(base_dir, "out-f64-1e160")
+    p = subprocess.run([binary, "--layout", "gpt2", big, "--out", out, "--no-figure"], capture_output=True, text=True)
+    verdict(p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "layer 0 head 0" in p.stderr and not os.path.exists(out),
+            "F64 weights x 1e160 (||M|| past a double) refused, naming the head", p.stderr.strip())
+
+    # 2. Names that try to run a command through the figure step: a newline then gnuplot's shell escape, a
+    # backquote, a string that closes the quotes and calls system(), a macro, $(...). None may run.
+    canary = os.path.join(work, "CANARY")
+    env = dict(os.environ, ATTNLAB_CANARY=canary)
+    hostile = ['m\n!touch $ATTNLAB_CANARY\n', 'o`touch $ATTNLAB_CANARY`', 'q"; system("touch $ATTNLAB_CANARY"); "',
+               "s'; system('touch $ATTNLAB_CANARY'); '", "@ATTNLAB_CANARY $(touch $ATTNLAB_CANARY) #x"]
+    small = st_numpy.write_checkpoint(os.path.join(work, "names", "plain"), tensors, config, 1, meta)
+    for i, name in enumerate(hostile):
+        model_dir = os.path.join(work, "names", name)
+        path = st_numpy.write_checkpoint(model_dir, tensors, config, 1, meta)
+        for what, model, out in (("model directory", path, os.path.join(work, "names", f"out-{i}")),
+                                 ("--out directory", small, os.path.join(work, "names", name + "-out"))):
+            shutil.rmtree(out, ignore_errors=True)
+            p = subprocess.run([binary, "--layout", "gpt2", model, "--out", out], capture_output=True, text=True, env=env)
+            svg = os.path.join(out, "inspect_skew_share.svg")
+            ok = p.returncode == 0 and not os.path.exists(canary) and complete_svg(svg)
+            verdict(ok, f"{what} named {name!r}: nothing run, the figure drawn",
+                    "" if ok else f"exit {p.returncode}, canary {os.path.exists(canary)}: {p.stderr.strip()}")
+            if os.path.exists(canary):
+                os.unlink(canary)
+
+    # 3. A model directory whose name is not UTF-8: tables and figure, exit 0, no traceback.
+    odd = os.path.join(os.fsencode(work), b"names", b"not-utf8-\xff")
+    path = st_numpy.write_checkpoint(os.fsdecode(odd), tensors, config, 1, meta)
+    out = os.path.join(work, "names", "out-not-utf8")
+    p = subprocess.run([binary, "--layout", "gpt2", path, "--out", out], capture_output=True)
+    ok = p.returncode == 0 and complete_svg(os.path.join(out, "inspect_skew_share.svg")) and b"Traceback" not in p.stdout + p.stderr
+    verdict(ok, "a model directory named with the byte 0xFF: drawn, exit 0", "" if ok else (p.stdout + p.stderr).decode("utf-8", "replace"))
+
+    # 4. A full disk (a file-size limit, its signal ignored, as a full disk fails writes): the figure is whole or
+    # absent, the failure one line and exit status 1; no temporary is left.
+    def limited(kib):
+        def apply():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, kib * 1024))
+        return apply
+    out = os.path.join(work, "full")
+    for kib in (2, 8, 16):
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        p = subprocess.run([binary, "--layout", "gpt2", small, "--out", out], capture_output=True, text=True, preexec_fn=limited(kib))
+        svg = os.path.join(out, "inspect_skew_share.svg")
+        leftovers = [f for f in os.listdir(out) if f.startswith(".") and not f.endswith(".lock")]  # the ledger's lock stays
+        ok = (p.returncode == 0 and complete_svg(svg)) or (
+            p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and not os.path.exists(svg) and not leftovers)
+        verdict(ok and "Traceback" not in p.stdout + p.stderr, f"files limited to {kib} KiB: a whole figure or one line and exit 1",
+                f"exit {p.returncode}: {p.stderr.strip()}; figure {'whole' if complete_svg(svg) else 'absent or cut'}; leftovers {leftovers}")
+
+    # 5. Layer numbers not written as layer numbers are refused, not skipped.
+    for odd_index in ("01", "-1", "1" * 23):
+        t = {k.replace("transformer.h.1.", f"transformer.h.{odd_index}."): v for k, v in tensors.items()}
+        path = st_numpy.write_checkpoint(os.path.join(work, "index", odd_index[:4]), t, config, 1, meta)
+        failures += refused(binary, ["--layout", "gpt2", path], os.path.join(work, "index", "out"), path,
+                            f"layer index \"{odd_index}\"", f"layer index {odd_index[:8]}")
+        cases += 1
+
+    # 6. --export onto a device, a directory or a symbolic link: refused before anything is read, as --out is.
+    ckpt = os.path.join(HERE, "..", "..", "results", "checkpoints", "exact", "seed-0")
+    link = os.path.join(work, "export-link")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink(os.path.join(work, "export-target"), link)
+    os.makedirs(os.path.join(work, "export-dir"), exist_ok=True)
+    for what, target in (("/dev/null", "/dev/null"), ("a directory", os.path.join(work, "export-dir")), ("a symbolic link", link)):
+        p = subprocess.run([binary, "--layout", "attnlab", ckpt, "--export", target], capture_output=True, text=True)
+        ok = p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "--export" in p.stderr and not os.path.exists(
+            os.path.join(work, "export-target"))
+        verdict(ok, f"--export onto {what}: exit 2, one line", p.stderr.strip())
+    return failures, cases
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--inspect", required=True, help="the attnlab_inspect executable")
     ap.add_argument("--workdir", required=True, help="scratch directory (emptied first)")
-    ap.add_argument("--check", default="all", choices=["all", "layouts", "caught", "malformed"])
+    ap.add_argument("--check", default="all", choices=["all", "layouts", "caught", "malformed", "robust"])
     a = ap.parse_args()
     work = os.path.join(a.workdir, a.check)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     failures, cases = 0, 0
-    for name, fn in (("layouts", check_layouts), ("caught", check_caught), ("malformed", check_malformed)):
+    for name, fn in (("layouts", check_layouts), ("caught", check_caught), ("malformed", check_malformed), ("robust", check_robust)):
         if a.check in ("all", name):
             f, c = fn(a.inspect, work)
             failures, cases = failures + f, cases + c

@@ -66,6 +66,11 @@ def malformed_cases():
         ("unknown-dtype", pack(header_json([("w", "F33", [2, 3], 0, 24)]), w), "unknown dtype"),
         ("shape-negative", pack(header_json([("w", "F32", [-2, 3], 0, 24)]), w), "not a non-negative integer"),
         ("shape-fraction", pack(header_json([("w", "F32", [2.5, 3], 0, 24)]), w), "not a non-negative integer"),
+        # A whole number written with a decimal point or an exponent is not an integer in the file's grammar.
+        ("shape-decimal-point", pack('{"w": {"dtype": "F32", "shape": [2.0, 3], "data_offsets": [0, 24]}}', w),
+         "not a non-negative integer"),
+        ("offset-exponent", pack('{"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 2.4e1]}}', w),
+         "are not non-negative integers"),
         ("duplicate-name", pack('{"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, '
                                 '"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}}', w), "duplicate key"),
         ("size-mismatch", pack(header_json([("w", "F32", [2, 2], 0, 24)]), w), "needs 16 bytes"),

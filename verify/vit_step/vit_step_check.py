@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""One whole ViT training step of every attention method, attnlab against PyTorch autograd (issue 14 item 3).
+"""One whole training step of every attention method, attnlab against PyTorch autograd (issue 14 item 3): the ViT's,
+and the recall model's (recall_spec.md: the token embedding and the head at the queries, with exact attention,
+with Linformer and without attention).
 
 For each method: bin/vit_step_dump writes a small model's checkpoint, a random batch and attnlab's step in
 double (loss, logits, every parameter's gradient, the Adam-updated parameters); tools/vit_torch.py `step` redoes
@@ -72,8 +74,10 @@ def main():
     failures = [] if methods else [f"{args.dump} wrote no method's directory"]
     for m in methods:
         d = os.path.join(args.workdir, m)
-        status, out = run([args.python, MIRROR, "step", "--checkpoint", os.path.join(d, "checkpoint"),
-                           "--images", os.path.join(d, "images.npy"), "--labels", os.path.join(d, "labels.npy"),
+        batch = (["--keys", os.path.join(d, "keys.npy"), "--values", os.path.join(d, "values.npy")]
+                 if os.path.isfile(os.path.join(d, "keys.npy")) else ["--images", os.path.join(d, "images.npy")])
+        status, out = run([args.python, MIRROR, "step", "--checkpoint", os.path.join(d, "checkpoint"), *batch,
+                           "--labels", os.path.join(d, "labels.npy"),
                            "--out", os.path.join(d, "torch"), "--step", str(STEP), "--total-steps", str(TOTAL_STEPS)])
         print(out, end="")
         if status != 0:

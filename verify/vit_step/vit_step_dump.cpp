@@ -1,12 +1,15 @@
-// vit_step_dump (issue 14 item 3): one whole ViT<double> training step of every trainable attention method,
-// written for tools/vit_torch.py to redo in PyTorch and compare. A ctest helper (vit_step_check.py runs it),
-// not installed.
+// vit_step_dump (issue 14 item 3): one whole ViT<double> training step of every trainable attention method, and
+// whole RecallModel<double> steps (its own layers, with two methods and without attention), written for
+// tools/vit_torch.py to redo in PyTorch and compare. A ctest helper (vit_step_check.py runs it), not installed.
 //
 // For each method of trainable_attention_names(), into OUT/<method>/:
 //   checkpoint/            the model's weights (save_checkpoint: float32 .npy + manifest.json)
 //   images.npy, labels.npy the batch: uint8 (N, image, image) and int64 (N)
 //   attnlab/               what `vit_torch.py compare` reads, all float64:
 //     loss.npy (1,)  logits.npy (N, classes)  grad/<name>.npy  updated/<name>.npy
+// and for the recall model (exact, linformer and the baseline without attention, or the --method given, and the
+// baseline) into OUT/recall-<method>/: the same, the batch as keys.npy, values.npy, labels.npy (int32 (N, 2P),
+// recall_spec.md's files of the training stream's first N sequences) and the logits one row per query.
 // The step is computed by a model LOADED from checkpoint/ (float32 values, exact in double), so attnlab and
 // PyTorch start from identical weights; the schedule's learning rate is cosine_lr(5e-4, --step, --total-steps).
 //
@@ -16,6 +19,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -27,6 +31,9 @@
 #include "attnlab/io/npy.hpp"
 #include "attnlab/model/adam.hpp"
 #include "attnlab/model/checkpoint.hpp"
+#include "attnlab/model/identity_mixer.hpp"
+#include "attnlab/model/recall_model.hpp"
+#include "attnlab/model/recall_protocol.hpp"
 #include "attnlab/model/trainer.hpp"
 #include "attnlab/model/vit.hpp"
 
@@ -66,12 +73,31 @@ ViT<double> build(const ViTConfig& c) {
   return ViT<double>(c);
 }
 
+// A small recall model for the same purpose: 3 pairs (6 tokens) of 7 keys and 5 values, D 16, 2 heads, 2 blocks, MLP
+// 32; Linformer's k and Nystrom's landmarks 2 (segments of 3 tokens), 32 random features.
+RecallConfig small_recall_config(const std::string& method, std::uint64_t seed) {
+  RecallConfig c;
+  c.task = {3, 7, 5};
+  c.D = 16;
+  c.heads = 2;
+  c.layers = 2;
+  c.mlp = 32;
+  c.seed = seed;
+  c.attention.method = method;
+  c.attention.landmarks = 2;
+  c.attention.projection_k = 2;
+  c.attention.features = 32;
+  return c;
+}
+
 // vit_spec.md initialises weights as N(0, 0.02^2), biases 0, LayerNorm 1 and 0: at that scale every score
 // is near 0 and attention near uniform, where a wrong softmax or normalisation backward can hide. Every
 // learned tensor gets an added N(0, s^2): s = 1 / sqrt(rows) for matrices (inputs of size about 1 give
 // outputs of size about 1, so scores spread over a few units), 0.2 for vectors (biases, LayerNorm gamma
-// and beta away from 0 and 1, so their gradients are all exercised).
-void spread_weights(ViT<double>& model, Rng& rng) {
+// and beta away from 0 and 1, so their gradients are all exercised). The recall model's tables and marker are
+// matrices like the others.
+template <typename Model>
+void spread_weights(Model& model, Rng& rng) {
   for (auto& t : model.parameter_tensors()) {
     const double s = t.is_vector ? 0.2 : 1.0 / std::sqrt(static_cast<double>(t.rows));
     for (Eigen::Index i = 0; i < t.size(); ++i) t.data[i] += s * rng.normal();
@@ -152,10 +178,42 @@ void dump_method(const std::string& method, const fs::path& out, std::uint64_t s
              trainer.last_gradient().size(), out.string());
 }
 
+void dump_recall_method(const std::string& method, const fs::path& out, std::uint64_t seed, Eigen::Index batch,
+                        std::int64_t step, std::int64_t total_steps) {
+  const RecallConfig config = small_recall_config(method, seed);
+  {
+    RecallModel<double> fresh(config);
+    Rng rng(derive_seed(seed, 1));
+    spread_weights(fresh, rng);
+    save_checkpoint(fresh, out / "checkpoint", step);
+  }
+  RecallModel<double> model(config);
+  load_checkpoint(model, out / "checkpoint");
+  // The batch: the training stream's first sequences, as files in recall_spec.md's layout.
+  const RecallSet data = recall_set(config.task, derive_seed(seed, 2), RecallSplit::train, batch);
+  for (const auto& [name, bytes] : recall_set_files(data))
+    if (name != "manifest.json") write_file_atomically(out / name, bytes);
+  std::vector<std::int64_t> items(static_cast<std::size_t>(batch));
+  for (std::size_t i = 0; i < items.size(); ++i) items[i] = static_cast<std::int64_t>(i);
+  const fs::path dir = out / "attnlab";
+  fs::create_directories(dir / "grad");
+  fs::create_directories(dir / "updated");
+  write_npy(dir / "logits.npy", to_npy(predict_logits(model, data, items)));
+  Trainer<double, RecallModel<double>> trainer(model);
+  const double lr = cosine_lr(kPeakLr, step, total_steps);
+  const double loss = trainer.step(data, items, lr);
+  write_npy(dir / "loss.npy", NpyArray{{1}, NpyDtype::float64, {loss}});
+  for (const auto& g : trainer.last_gradient()) write_tensor(dir / "grad" / (g.name + ".npy"), g);
+  for (const auto& p : model.parameter_tensors()) write_tensor(dir / "updated" / (p.name + ".npy"), p);
+  fmt::print("vit_step_dump: recall {}: batch {}, loss {:.17g}, lr {:.6g}, {} tensors in {}\n", method, batch, loss, lr,
+             trainer.last_gradient().size(), out.string());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"vit_step_dump: one ViT<double> training step per attention method, for tools/vit_torch.py compare"};
+  CLI::App app{"vit_step_dump: one ViT<double> and one RecallModel<double> training step per attention method, for "
+               "tools/vit_torch.py compare"};
   fs::path out;
   std::vector<std::string> methods;
   std::uint64_t seed = 20250311;
@@ -164,6 +222,10 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "directory; OUT/<method>/ gets the checkpoint, the batch and attnlab/")->required();
   app.add_option("--method", methods, "a method of trainable_attention_names() (default: every one)")
       ->check(CLI::IsMember(trainable_attention_names()));
+  std::string task = "both";
+  app.add_option("--task", task, "the ViT's steps, the recall model's, or both")
+      ->check(CLI::IsMember({"vit", "recall", "both"}))
+      ->capture_default_str();
   app.add_option("--seed", seed, "weights and batch")->capture_default_str();
   app.add_option("--batch", batch, "images in the batch")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--step", step, "the step t of the cosine schedule")->check(CLI::NonNegativeNumber)->capture_default_str();
@@ -178,9 +240,19 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "vit_step_dump: {}\n", e.what());
     return 2;
   }
+  const bool explicit_methods = !methods.empty();
   if (methods.empty()) methods = trainable_attention_names();
   try {
-    for (const auto& m : methods) dump_method(m, out / m, seed, batch, step, total_steps);
+    if (task != "recall")
+      for (const auto& m : methods) dump_method(m, out / m, seed, batch, step, total_steps);
+    if (task != "vit") {
+      // The recall model's own layers (the embedding, the head at the queries, the identity in place of attention)
+      // with exact attention and with Linformer (parameters of its own along the positions); every method's attention
+      // is the same code as the ViT's, checked above. --method names others.
+      std::vector<std::string> recall = explicit_methods ? methods : std::vector<std::string>{"exact", "linformer"};
+      recall.emplace_back(kNoAttentionBaseline);
+      for (const auto& m : recall) dump_recall_method(m, out / ("recall-" + m), seed, batch, step, total_steps);
+    }
   } catch (const OutputError& e) {
     fmt::print(stderr, "vit_step_dump: {}\n", e.what());
     return 2;

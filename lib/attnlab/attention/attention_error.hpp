@@ -28,4 +28,17 @@ double max_abs_error(const Eigen::MatrixBase<DA>& approx, const Eigen::MatrixBas
   return (approx.template cast<double>() - reference.template cast<double>()).cwiseAbs().maxCoeff();
 }
 
+// The relative error of uniform attention, the trivial baseline every approximation is compared with:
+// each output row the mean of V's rows (attention weights 1/n everywhere, O(n d), no scores at all), against
+// `reference` (n_q x d_v). relative_frobenius_error(mean of V replicated, reference). Throws
+// std::invalid_argument for an empty V or a reference whose width is not V's.
+//   uniform_attention_error(v, softmax_attention(q, k, v))
+template <typename DV, typename DR>
+double uniform_attention_error(const Eigen::MatrixBase<DV>& v, const Eigen::MatrixBase<DR>& reference) {
+  if (v.rows() == 0 || v.cols() != reference.cols())
+    throw std::invalid_argument("uniform_attention_error: V is empty or its width differs from the reference's");
+  const Eigen::MatrixXd mean = v.template cast<double>().colwise().mean();
+  return relative_frobenius_error(mean.replicate(reference.rows(), 1), reference);
+}
+
 }  // namespace attnlab

@@ -27,6 +27,38 @@ void check_draw_matches(const char* who, const RandomFeatureDraw& draw, Eigen::I
 
 }  // namespace
 
+double random_fourier_predicted_error(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v,
+                                      Eigen::Index features, double temperature) {
+  detail::check_attention_shapes("random_fourier_predicted_error", q, k, v);
+  if (features < 1)
+    throw std::invalid_argument("random_fourier_predicted_error: features (= " + std::to_string(features) + ") must be at least 1");
+  if (!(temperature > 0) || !std::isfinite(temperature))
+    throw std::invalid_argument("random_fourier_predicted_error: temperature (= " + std::to_string(temperature) +
+                                ") must be positive and finite");
+  // Shapes: q n_q x d, k n x d, v n x d_v; logits l n_q x n; s (the exact output) n_q x d_v.
+  // pass 1: the logits q_i.k_j / tau; a row's log of sum_j b_j kappa_ij is its log-sum-exp minus ||q_i||^2 / 2 tau.
+  const Mat<double> l = (q * k.transpose()) / temperature;
+  const Vec<double> row_max = l.rowwise().maxCoeff();
+  const Mat<double> e = (l.colwise() - row_max).array().exp().matrix();  // each row's largest entry is 1
+  const Vec<double> e_sum = e.rowwise().sum();
+  const Mat<double> s = e.cwiseQuotient(e_sum.replicate(1, e.cols())) * v;
+  const Vec<double> log_den = row_max + e_sum.array().log().matrix() - q.rowwise().squaredNorm() / (2 * temperature);
+  // pass 2: the numerators' weights b_j^2 = exp(||k_j||^2 / tau), shifted by their largest exponent (the shift is
+  // undone in pass 3); sum_j c_j ||v_j - s_i||^2 = W + C ||m - s_i||^2 with m the c-weighted mean of V's rows,
+  // W the c-weighted spread around it and C = sum c_j: no cancellation when every v_j is near s_i.
+  const Vec<double> two_nk = k.rowwise().squaredNorm() / temperature;
+  const double shift = two_nk.maxCoeff();
+  const Vec<double> c = (two_nk.array() - shift).exp().matrix();
+  const double big_c = c.sum();
+  const Eigen::RowVectorXd m = (c.transpose() * v) / big_c;
+  const double spread = (c.asDiagonal() * (v.rowwise() - m).rowwise().squaredNorm()).sum();
+  // pass 3: each row's squared relative noise, exp(shift - 2 log_den_i) (W + C ||m - s_i||^2) / D, summed.
+  double total = 0;
+  for (Eigen::Index i = 0; i < q.rows(); ++i)
+    total += std::exp(shift - 2 * log_den(i)) * (spread + big_c * (m - s.row(i)).squaredNorm());
+  return std::sqrt(total / static_cast<double>(features)) / s.norm();
+}
+
 RandomFeatureDraw draw_fourier_features(Eigen::Index d, Eigen::Index D, double stddev, Rng& rng) {
   check_draw_shape("draw_fourier_features", d, D);
   if (!(stddev > 0) || !std::isfinite(stddev))

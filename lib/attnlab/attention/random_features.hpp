@@ -55,6 +55,19 @@ template <typename T>
 Mat<T> random_fourier_attention(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, const RandomFeatureDraw& draw,
                                 double temperature);
 
+// The first-order (delta-method) prediction of random_fourier_attention()'s relative Frobenius output error with
+// `features` = D directions w ~ N(0, I / tau), tau = `temperature`: its kernel estimates phi(q_i).phi(k_j) of
+// kappa_ij = exp(-||q_i - k_j||^2 / 2 tau) are means of D cosines, each of variance at most 1, so output row i
+// (a ratio of two weighted sums) is off by about
+//   sqrt(sum_j b_j^2 ||v_j - s_i||^2 / D) / sum_j b_j kappa_ij,   b_j = exp(||k_j||^2 / 2 tau),
+// with s_i the exact output softmax(q_i K^T / tau) V and b_j kappa_ij = exp((q_i.k_j - ||q_i||^2 / 2) / tau). The
+// prediction pi is the root of the sum of these squares over the rows, over ||S||_F. The keys' factors b_j grow
+// like exp(||k||^2 / 2 tau): wherever keys are long against the temperature, few features suffice for nothing.
+// Computed with shifted exponents (no overflow before pi itself does). Throws std::invalid_argument for
+// mismatched shapes, features < 1 or a temperature that is not positive and finite.
+double random_fourier_predicted_error(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v,
+                                      Eigen::Index features, double temperature);
+
 // What random Fourier attention's passes produce on the way (the trainable random-fourier keeps it for its
 // backward); D features, 2D columns of sin and cos.
 template <typename T>

@@ -44,10 +44,14 @@ std::string shape_text(const detail::TrainShape& s) {
 // random-fourier
 
 template <typename T>
-RandomFourierTrain<T>::RandomFourierTrain(const detail::TrainShape& shape, Eigen::Index features, std::uint64_t seed)
-    : shape_(shape), seed_(seed) {
+RandomFourierTrain<T>::RandomFourierTrain(const detail::TrainShape& shape, Eigen::Index features, std::uint64_t seed,
+                                          double temperature)
+    : shape_(shape), seed_(seed), temperature_(temperature) {
   const Eigen::Index D = resolve_features("random-fourier", features);
-  const double tau = std::sqrt(static_cast<double>(shape.d_k));
+  if (temperature < 0 || !std::isfinite(temperature))
+    throw std::invalid_argument("random-fourier: temperature (= " + std::to_string(temperature) +
+                                ") must be positive and finite, or 0 for sqrt(d_k)");
+  const double tau = temperature > 0 ? temperature : std::sqrt(static_cast<double>(shape.d_k));
   for (Eigen::Index h = 0; h < shape.heads; ++h) {
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(h)));
     w_.push_back(draw_fourier_features(shape.d_k, D, 1 / std::sqrt(tau), rng).w.cast<T>());
@@ -58,7 +62,8 @@ template <typename T>
 std::string RandomFourierTrain<T>::describe() const {
   return "random-fourier: the report's random Fourier feature attention, D = " + std::to_string(w_.front().rows()) +
          " features (default " + std::to_string(kTrainDefaultFeatures) +
-         "), tau = sqrt(d_k), w ~ N(0, I / tau), one draw per head from seed " + std::to_string(seed_) +
+         "), tau = " + (temperature_ > 0 ? std::to_string(temperature_) : std::string("sqrt(d_k)")) +
+         ", w ~ N(0, I / tau), one draw per head from seed " + std::to_string(seed_) +
          " (buffers, never redrawn), " + shape_text(shape_);
 }
 
@@ -79,8 +84,8 @@ void RandomFourierTrain<T>::forward(Eigen::Index head, const Mat<T>& q, const Ma
   // q, k are (n, d_k), v is (n, d_v); w is (D, d_k); phi_* are (n, 2D); ctx is (2D, d_v); out (n, d_v).
   std::unique_ptr<RandomFourierTape<T>> local;
   auto* t = &detail::reuse_tape(tape, local);
-  // passes 1-4: the library's random Fourier attention with tau = sqrt(d_k), kept for the backward.
-  out = random_fourier_attention(q, k, v, w_[static_cast<std::size_t>(head)], std::sqrt(static_cast<T>(q.cols())), t);
+  // passes 1-4: the library's random Fourier attention with tau (sqrt(d_k) by default), kept for the backward.
+  out = random_fourier_attention(q, k, v, w_[static_cast<std::size_t>(head)], tau(q.cols()), t);
   if (tape != nullptr) {
     t->k = k;
     t->v = v;
@@ -96,7 +101,7 @@ void RandomFourierTrain<T>::backward(Eigen::Index head, const AttentionTape& tap
   detail::check_train_d_out("random-fourier", shape_, d_out);
   const Mat<T>& w = w_[static_cast<std::size_t>(head)];
   const Eigen::Index n = t.k.rows(), D = w.rows();
-  const T tau = std::sqrt(static_cast<T>(t.k.cols()));
+  const T tau = this->tau(t.k.cols());
   // pass 1: out = diag(1/den) num: d num = G = diag(1/den) dO, d den_i = -(G_i . out_i).
   const Mat<T> g = t.den.cwiseInverse().asDiagonal() * d_out;
   const Vec<T> dden = -(g.cwiseProduct(t.out).rowwise().sum());

@@ -2,6 +2,7 @@
 // Performer's FAVOR+ ("favor"), the definitions of random_features.hpp, with fixed per-head draws.
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,15 +30,16 @@ struct RandomFourierTape : AttentionTape, RandomFourierPasses<T> {
 };
 
 // The report's random feature attention (random_fourier_attention() in random_features.hpp) with
-// temperature tau = sqrt(d_k) and w_r ~ N(0, I / tau): an unbiased estimate of the numerator and the
-// denominator of softmax(q k^T / sqrt(d_k)) v. The denominator is a signed estimate and can be near
+// temperature tau = sqrt(d_k) (or the `temperature` given) and w_r ~ N(0, I / tau): an unbiased estimate of
+// the numerator and the denominator of softmax(q k^T / tau) v. The denominator is a signed estimate and can be near
 // zero; the method has no protection against that, in training either (a loss that blows up is a
 // finding about the method). One draw of D directions per head, from derive_seed(seed, head), kept
 // as buffers: fixed for the whole training, never redrawn.
 template <typename T>
 class RandomFourierTrain final : public TrainableAttention<T> {
  public:
-  RandomFourierTrain(const detail::TrainShape& shape, Eigen::Index features, std::uint64_t seed);
+  // temperature 0: tau = sqrt(d_k), the trainer's (attend's --temperature for attnlab.attend_grad otherwise).
+  RandomFourierTrain(const detail::TrainShape& shape, Eigen::Index features, std::uint64_t seed, double temperature = 0);
   std::string name() const override { return "random-fourier"; }
   std::string describe() const override;
   std::vector<std::string> buffer_names() const override;
@@ -48,8 +50,12 @@ class RandomFourierTrain final : public TrainableAttention<T> {
                 Mat<T>& d_v, std::vector<Mat<T>>* param_grads) const override;
 
  private:
+  // tau in T: sqrt(d_k) computed in T as the trainer always has, or the temperature given.
+  T tau(Eigen::Index d_k) const { return temperature_ > 0 ? static_cast<T>(temperature_) : std::sqrt(static_cast<T>(d_k)); }
+
   detail::TrainShape shape_;
   std::uint64_t seed_;
+  double temperature_ = 0;
   std::vector<Mat<T>> w_;  // one D x d_k draw per head
 };
 

@@ -111,6 +111,11 @@ Draws favor_draws(const Params& p, Eigen::Index, Eigen::Index d, Rng& rng) {
   return {{}, draw_favor_features(d, p.features, !p.iid, rng)};
 }
 
+// The D x d directions omega of the random-feature methods, in double and cast to the kernel's scalars.
+double feature_draw_bytes(const Params& p, long long, long long d, std::size_t s) {
+  return static_cast<double>(p.features) * static_cast<double>(d) * static_cast<double>(sizeof(double) + s);
+}
+
 std::vector<AttentionMethod> make_methods() {
   std::vector<AttentionMethod> all;
   all.push_back({"exact", "softmax(Q K^T / sqrt(d)) V, forming the n_q x n_k matrix", {}, false, no_draws,
@@ -132,17 +137,24 @@ std::vector<AttentionMethod> make_methods() {
                  linformer_reference<double>, linformer_fast<float>, linformer_fast<double>,
                  [](const Params& p, long long n, long long d, std::size_t s) {
                    return linformer_attention_cost(n, d, std::min<long long>(p.projected, n), s);
+                 },
+                 // E and F (one matrix when shared), k x n each, in double and cast to the kernel's scalars.
+                 [](const Params& p, long long n, long long, std::size_t s) {
+                   return (p.share_kv ? 1.0 : 2.0) * static_cast<double>(p.projected) * static_cast<double>(n) *
+                          static_cast<double>(sizeof(double) + s);
                  }});
   all.push_back({"random-fourier", "the UCU report's random Fourier features, D = --features, w_r ~ N(0, I / tau)",
                  {"features", "temperature"}, true, fourier_draws, fourier_reference<float>, fourier_reference<double>,
                  nullptr, nullptr, [](const Params& p, long long n, long long d, std::size_t s) {
                    return random_fourier_attention_cost(n, d, p.features, s);
-                 }});
+                 },
+                 feature_draw_bytes});
   all.push_back({"favor", "Performer's FAVOR+ positive features, D = --features, w_r ~ N(0, I)", {"features", "iid"}, true,
                  favor_draws, favor_reference<float>, favor_reference<double>, nullptr, nullptr,
                  [](const Params& p, long long n, long long d, std::size_t s) {
                    return favor_attention_cost(n, d, p.features, s);
-                 }});
+                 },
+                 feature_draw_bytes});
   all.push_back({"nystrom", "Nystromformer: --landmarks segment means, the --pinv pseudoinverse (nothing random)",
                  {"landmarks", "pinv", "pinv-iterations", "pinv-init", "rcond"}, false, no_draws, nystrom_reference<float>,
                  nystrom_reference<double>, nystrom_fast<float>, nystrom_fast<double>,

@@ -68,6 +68,10 @@ struct AttentionMethod {
   AttentionKernel<double> fast_double = nullptr;
   // Multiply-adds and workspace of one head with n queries and keys, d = d_v (attention_cost.hpp).
   AttentionCost (*cost)(const MethodParams& params, long long n, long long d, std::size_t scalar_bytes) = nullptr;
+  // Bytes of its draws for n keys of width d, as draw() makes them (double) and as a kernel in scalars of
+  // `scalar_bytes` bytes holds them too (nothing for deterministic methods): with cost's workspace, what a
+  // caller needs to know before it allocates (attend's memory check).
+  double (*draw_bytes)(const MethodParams& params, long long n, long long d, std::size_t scalar_bytes) = nullptr;
 
   bool has_fast() const { return fast_float != nullptr; }
 };

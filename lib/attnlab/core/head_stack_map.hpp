@@ -29,8 +29,12 @@ HeadStack<T> map_heads(const HeadStack<T>& q, const HeadStack<T>& k, const HeadS
   // Exceptions must not escape an OpenMP region: shapes are checked on head 0 first, and
   // every head has the same shapes, so no head can throw after that.
   if (count > 0) out[0] = kernel(q[0], k[0], v[0]);
+  // (No parallel region for one head: starting one costs a wake-up of the runtime's threads even with nothing to
+  // share, several microseconds against a small head's work.)
+  if (count > 1) {
 #pragma omp parallel for schedule(dynamic)
-  for (Eigen::Index i = 1; i < count; ++i) out[i] = kernel(q[i], k[i], v[i]);
+    for (Eigen::Index i = 1; i < count; ++i) out[i] = kernel(q[i], k[i], v[i]);
+  }
   return out;
 }
 

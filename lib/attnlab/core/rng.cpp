@@ -1,7 +1,9 @@
 // Portable seeded randomness: engine transforms and random matrix families.
 #include "attnlab/core/rng.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <numbers>
 #include <stdexcept>
 #include <string>
@@ -31,6 +33,16 @@ std::uint64_t derive_seed(std::uint64_t base, std::uint64_t index) {
     return z ^ (z >> 31);
   };
   return splitmix(splitmix(base) ^ (index * 0xd1b54a32d192ed03ULL + 1));
+}
+
+std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng) {
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  std::iota(idx.begin(), idx.end(), std::int64_t{0});
+  for (std::int64_t i = count - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(i + 1));
+    std::swap(idx[static_cast<std::size_t>(i)], idx[static_cast<std::size_t>(j)]);
+  }
+  return idx;
 }
 
 Eigen::MatrixXd uniform_matrix(Eigen::Index rows, Eigen::Index cols, Rng& rng, double lo, double hi) {

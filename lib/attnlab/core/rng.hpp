@@ -4,6 +4,7 @@
 #include <Eigen/Dense>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 namespace attnlab {
 
@@ -33,6 +34,10 @@ class Rng {
 // so neighbouring trials get unrelated streams and the result does not depend on
 // which thread runs the trial.
 std::uint64_t derive_seed(std::uint64_t base, std::uint64_t index);
+
+// 0 .. count-1 in a random order: Fisher-Yates with rng (for i = count-1 down to 1, j = floor(uniform() * (i + 1)),
+// swap entries i and j); empty for count <= 0.
+std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng);
 
 // rows x cols matrix of independent N(0, stddev^2) entries, filled column by column.
 template <typename T = double>

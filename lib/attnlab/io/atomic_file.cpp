@@ -138,6 +138,14 @@ void check_output_file(const std::filesystem::path& path) {
                       ", not a regular file; refusing to replace it (give a regular file or a new name)");
 }
 
+void check_output_target(const std::filesystem::path& path) {
+  check_output_file(path);
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw OutputError(dir.string() + " is not an existing directory");
+  ensure_writable_directory(dir);
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
   write_file_atomically(path, [&](const AtomicPieceWriter& write) { write(contents); });
 }

@@ -20,6 +20,10 @@ struct OutputError : std::runtime_error {
 // Throws OutputError naming the path and what it is.
 void check_output_file(const std::filesystem::path& path);
 
+// Checks, before anything is computed, that write_file_atomically(path, ...) can succeed: check_output_file,
+// and `path`'s directory exists and a file can be created in it. Throws OutputError naming the problem.
+void check_output_target(const std::filesystem::path& path);
+
 // Writes `contents` to `path` atomically: a temporary file in the same directory
 // (so rename stays on one file system), fsync, then rename over `path`. Readers see
 // the old file or the new one, never a half-written one; on any error the temporary

@@ -70,12 +70,15 @@ class JsonParser {
     if (s_[i_] == '0') ++i_;
     else
       while (digit()) ++i_;
+    bool integral = true;
     if (i_ < s_.size() && s_[i_] == '.') {
+      integral = false;
       ++i_;
       if (!digit()) fail("expected a digit after the decimal point");
       while (digit()) ++i_;
     }
     if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      integral = false;
       ++i_;
       if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
       if (!digit()) fail("expected a digit in the exponent");
@@ -84,7 +87,9 @@ class JsonParser {
     const std::string text = s_.substr(start, i_ - start);
     const double d = std::strtod(text.c_str(), nullptr);
     if (!std::isfinite(d)) fail("number " + text + " is beyond double's range");
-    return Json{d};
+    Json j{d};
+    j.integer = integral;
+    return j;
   }
   Json value(int depth) {
     skip();
@@ -153,7 +158,8 @@ std::string json_string_field(const JsonObject& o, const std::string& key) {
 }
 
 std::int64_t json_int_field(const JsonObject& o, const std::string& key) {
-  if (auto p = std::get_if<double>(&json_field(o, key).v)) {
+  const Json& field = json_field(o, key);
+  if (auto p = std::get_if<double>(&field.v); p != nullptr && field.integer) {
     // Range first: converting a double outside int64's range is undefined behaviour.
     const double d = *p;
     if (std::abs(d) <= 9007199254740992.0 && d == std::floor(d)) return static_cast<std::int64_t>(d);

@@ -17,6 +17,9 @@ using JsonObject = std::map<std::string, Json>;
 using JsonArray = std::vector<Json>;
 struct Json {
   std::variant<std::nullptr_t, bool, double, std::string, std::shared_ptr<JsonArray>, std::shared_ptr<JsonObject>> v;
+  // A number written as an integer: no fraction and no exponent ("8", not "8.0" or "8e0"). A count, a shape or
+  // an offset must be written so; the value alone cannot tell 8.0 from 8.
+  bool integer = false;
 };
 
 // Nesting deeper than this is refused (a hostile file must not exhaust the stack).
@@ -31,7 +34,7 @@ Json parse_json(const std::string& text);
 const JsonObject& json_object(const Json& j, const std::string& what);
 const Json& json_field(const JsonObject& o, const std::string& key);
 std::string json_string_field(const JsonObject& o, const std::string& key);
-// An integer-valued number within +-2^53 (exactly representable), else an error naming the key.
+// A number written as an integer (Json::integer) within +-2^53 (exactly representable), else an error naming the key.
 std::int64_t json_int_field(const JsonObject& o, const std::string& key);
 
 }  // namespace attnlab

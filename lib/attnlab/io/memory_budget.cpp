@@ -79,6 +79,7 @@ double thread_stack_bytes() {
 std::string thread_memory_problem(int threads) {
   // The calling thread has its stack already; every other worker reserves one more.
   const double need = static_cast<double>(std::max(threads - 1, 0)) * thread_stack_bytes();
+  if (need <= 0) return {};  // one thread: nothing to reserve (and /proc need not be read, which costs tens of us)
   const double avail = available_memory();
   if (need <= avail) return {};
   return fmt::format("{} threads need {} of address space for their stacks ({:.0f} MiB each), {} available; give "

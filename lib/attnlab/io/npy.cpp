@@ -1,4 +1,5 @@
-// NumPy .npy files: a strict reader and a writer for float32/float64 arrays of 1 to 4 dimensions.
+// NumPy .npy files: a strict reader and a writer for float32/float64 arrays of 1 to 4 dimensions (and a writer of
+// int32 ones).
 //
 // The format (numpy/lib/format.py, NEP 1): the magic "\x93NUMPY", a major and a minor
 // version byte, the header length (uint16 little-endian in 1.0, uint32 in 2.0 and 3.0),
@@ -42,7 +43,9 @@ constexpr std::size_t kGrowthAxisMaxDigits = 21;
   throw NpyError(escaped(name, true) + ": " + problem);
 }
 
-std::size_t item_size(NpyDtype t) { return t == NpyDtype::float32 ? 4 : 8; }
+std::size_t item_size(NpyDtype t) { return t == NpyDtype::float64 ? 8 : 4; }
+
+const char* descr_of(NpyDtype t) { return t == NpyDtype::float32 ? "<f4" : t == NpyDtype::float64 ? "<f8" : "<i4"; }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -152,12 +155,8 @@ struct Header {
 };
 
 NpyDtype parse_descr(const std::string& descr, const std::string& name) {
-  if (descr == "<f4") return NpyDtype::float32;
-  if (descr == "<f8") return NpyDtype::float64;
-  if (descr == ">f4" || descr == ">f8")
-    throw_npy_error(name, fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr));
-  if (descr == "|O" || descr == "O" || descr == "<O" || descr == ">O") throw_npy_error(name, "object arrays are not supported");
-  throw_npy_error(name, fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", escaped(descr)));
+  if (const std::string problem = npy_dtype_problem(descr); !problem.empty()) throw_npy_error(name, problem);
+  return descr == "<f4" ? NpyDtype::float32 : NpyDtype::float64;
 }
 
 Header parse_header(std::string_view text, const std::string& name, unsigned major) {
@@ -200,9 +199,7 @@ Header parse_header(std::string_view text, const std::string& name, unsigned maj
   if (!dtype) throw_npy_error(name, "malformed header: no 'descr' key");
   if (!fortran) throw_npy_error(name, "malformed header: no 'fortran_order' key");
   if (!shape) throw_npy_error(name, "malformed header: no 'shape' key");
-  if (shape->empty()) throw_npy_error(name, "0-d (scalar) arrays are not supported: 1 to 4 dimensions");
-  if (shape->size() > kNpyMaxDims)
-    throw_npy_error(name, fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", shape->size()));
+  if (const std::string problem = npy_dims_problem(shape->size()); !problem.empty()) throw_npy_error(name, problem);
   return {*dtype, *fortran, std::move(*shape)};
 }
 
@@ -328,10 +325,25 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& name
 
   // The first non-finite value in C order, as numpy's a.flat would count it.
   for (std::size_t i = 0; i < count; ++i)
-    if (!std::isfinite(out.values[i]))
-      throw_npy_error(name, fmt::format("value {} at flat index {} (index {}, C order) is not finite", out.values[i], i,
-                             shape_text(c_index(h.shape, i))));
+    if (!std::isfinite(out.values[i])) throw_npy_error(name, npy_nonfinite_problem(out.values[i], i, h.shape));
   return out;
+}
+
+std::string npy_dtype_problem(const std::string& descr) {
+  if (descr == "<f4" || descr == "<f8") return {};
+  if (descr == ">f4" || descr == ">f8") return fmt::format("big-endian data ('{}') is not supported; save it little-endian", descr);
+  if (descr == "|O" || descr == "O" || descr == "<O" || descr == ">O") return "object arrays are not supported";
+  return fmt::format("unsupported dtype '{}': only float32 ('<f4') and float64 ('<f8')", escaped(descr));
+}
+
+std::string npy_dims_problem(std::size_t dims) {
+  if (dims == 0) return "0-d (scalar) arrays are not supported: 1 to 4 dimensions";
+  if (dims > kNpyMaxDims) return fmt::format("{}-d arrays are not supported: 1 to 4 dimensions", dims);
+  return {};
+}
+
+std::string npy_nonfinite_problem(double value, std::size_t flat, const std::vector<std::size_t>& shape) {
+  return fmt::format("value {} at flat index {} (index {}, C order) is not finite", value, flat, shape_text(c_index(shape, flat)));
 }
 
 namespace {
@@ -392,7 +404,7 @@ std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {
   const bool fortran = options.fortran_order && !array.values.empty() && long_axes > 1;
 
   // The header exactly as numpy.lib.format._write_array_header and _wrap_header build it.
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}", array.dtype == NpyDtype::float32 ? "<f4" : "<f8",
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}", descr_of(array.dtype),
                                  fortran ? "True" : "False", shape_text(array.shape));
   dict.append(kGrowthAxisMaxDigits - fmt::formatted_size("{}", array.shape[fortran ? array.shape.size() - 1 : 0]), ' ');
   const std::size_t header_len_v1 = dict.size() + 1 + kArrayAlign - (10 + dict.size() + 1) % kArrayAlign;
@@ -421,6 +433,10 @@ std::string format_npy(const NpyArray& array, const NpyWriteOptions& options) {
       const auto f = static_cast<float>(v);
       if (!std::isfinite(f)) throw std::invalid_argument(fmt::format("format_npy: value {} overflows float32", v));
       bits = std::bit_cast<std::uint32_t>(f);
+    } else if (array.dtype == NpyDtype::int32) {
+      if (v != std::floor(v) || v < -2147483648.0 || v > 2147483647.0)
+        throw std::invalid_argument(fmt::format("format_npy: value {} is not an int32", v));
+      bits = std::bit_cast<std::uint32_t>(static_cast<std::int32_t>(v));
     } else {
       bits = std::bit_cast<std::uint64_t>(v);
     }
@@ -498,18 +514,29 @@ Mat<T> matrix_from_npy(const NpyArray& array, const std::string& name) {
   return m;
 }
 
-template <typename T>
-HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name) {
-  if (array.dims() < 2) throw_npy_error(name, fmt::format("expected a (batch, heads, n, d) array, got shape {}", shape_text(array.shape)));
+std::string head_stack_shape_problem(const std::vector<std::size_t>& shape) {
+  if (shape.size() < 2 || shape.size() > kNpyMaxDims)
+    return fmt::format("expected a (batch, heads, n, d) array, got shape {}", shape_text(shape));
   // Missing leading axes are 1: (n, d) is one head, (heads, n, d) one batch.
-  std::vector<std::size_t> full(kNpyMaxDims - array.dims(), 1);
-  full.insert(full.end(), array.shape.begin(), array.shape.end());
-  if (full[0] == 0 || full[1] == 0) throw_npy_error(name, fmt::format("batch and heads must be at least 1, got shape {}", shape_text(array.shape)));
+  const std::vector<std::size_t> full = head_stack_shape(shape);
+  if (full[0] == 0 || full[1] == 0) return fmt::format("batch and heads must be at least 1, got shape {}", shape_text(shape));
   // Checked before the stack is allocated: an empty array's header costs nothing to write, but
   // (1, 300000000, 0, 8) would otherwise allocate 3e8 empty matrices (gigabytes) before any check.
   if (full[2] == 0 || full[3] == 0)
-    throw_npy_error(name, fmt::format("has n = {} rows of d = {} columns (shape {}); both must be at least 1", full[2], full[3],
-                           shape_text(array.shape)));
+    return fmt::format("has n = {} rows of d = {} columns (shape {}); both must be at least 1", full[2], full[3], shape_text(shape));
+  return {};
+}
+
+std::vector<std::size_t> head_stack_shape(const std::vector<std::size_t>& shape) {
+  std::vector<std::size_t> full(kNpyMaxDims - std::min(shape.size(), kNpyMaxDims), 1);
+  full.insert(full.end(), shape.begin(), shape.end());
+  return full;
+}
+
+template <typename T>
+HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name) {
+  if (const std::string problem = head_stack_shape_problem(array.shape); !problem.empty()) throw_npy_error(name, problem);
+  const std::vector<std::size_t> full = head_stack_shape(array.shape);
   HeadStack<T> s(as_index(full[0], name), as_index(full[1], name), as_index(full[2], name), as_index(full[3], name));
   std::size_t at = 0;
   for (Eigen::Index h = 0; h < s.count(); ++h)

@@ -1,4 +1,4 @@
-// NumPy .npy files: read and write float32/float64 arrays of 1 to 4 dimensions.
+// NumPy .npy files: read and write float32/float64 arrays of 1 to 4 dimensions; write int32 ones.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,9 @@ struct NpyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class NpyDtype { float32, float64 };
+// int32 is for writing integer data other tools read (the recall task's test set: token ids and labels); the
+// reader takes floats only (every input of ours is a matrix of reals) and refuses it as any other dtype.
+enum class NpyDtype { float32, float64, int32 };
 
 // An array as read from or written to a file: its shape (1 to 4 dimensions, each >= 0),
 // the element type stored in the file, and the values in C (row-major) order whatever
@@ -36,7 +38,7 @@ struct NpyArray {
 // The largest number of dimensions we read or write (batch x heads x n x d).
 inline constexpr std::size_t kNpyMaxDims = 4;
 
-// Parses the bytes of an .npy file (format versions 1.0, 2.0 and 3.0; '<f4' or '<f8';
+// Parses the bytes of an .npy file (format versions 1.0, 2.0 and 3.0; '<f4', '<f8' or '<i4';
 // C or Fortran order; 1 to 4 dimensions). `name` is used in error messages. Every
 // value must be finite. Throws NpyError for anything else: bad magic, unknown version,
 // a malformed header, big-endian or non-float data, a shape whose size overflows, or
@@ -53,7 +55,7 @@ struct NpyWriteOptions {
 
 // The bytes of an .npy file holding `array` (values rounded to float when dtype is float32).
 // Throws std::invalid_argument for a shape of 0 or more than 4 dimensions, values that do
-// not match the shape, a non-finite value, or a version other than 0 to 3.
+// not match the shape, a non-finite value (int32: a value that is not an int32), or a version other than 0 to 3.
 std::string format_npy(const NpyArray& array, const NpyWriteOptions& options = {});
 
 // Writes format_npy(array) to `path` atomically (temporary file, then rename).
@@ -73,6 +75,17 @@ template <typename T>
 Mat<T> matrix_from_npy(const NpyArray& array, const std::string& name);
 template <typename T>
 HeadStack<T> head_stack_from_npy(const NpyArray& array, const std::string& name);
+
+// The refusals of the readers above worded for an array that does not come from a file (the Python module's
+// arrays), each "" when there is nothing to refuse: the dtype (NumPy's dtype string, '<f4', '>f8', '|O'), the
+// number of dimensions (1 to 4), a shape that is no head stack (fewer than 2 or more than 4 dimensions, batch,
+// heads, n or d zero), the first non-finite value (its flat index in C order, as numpy's a.flat counts).
+std::string npy_dtype_problem(const std::string& descr);
+std::string npy_dims_problem(std::size_t dims);
+std::string head_stack_shape_problem(const std::vector<std::size_t>& shape);
+std::string npy_nonfinite_problem(double value, std::size_t flat, const std::vector<std::size_t>& shape);
+// A head stack's shape as (batch, heads, n, d): missing leading axes are 1.
+std::vector<std::size_t> head_stack_shape(const std::vector<std::size_t>& shape);
 
 // Reads a matrix or a head stack straight from a file.
 template <typename T>

@@ -92,10 +92,11 @@ std::size_t invalid_utf8_at(std::string_view s) {
   return std::string_view::npos;
 }
 
-// A JSON number that is a non-negative integer within 2^53 (exact in a double), else nullopt.
+// A JSON number written as a non-negative integer ("8", never "8.0" or "8e0") within 2^53 (exact in a double),
+// else nullopt.
 std::optional<std::uint64_t> json_count(const Json& j) {
   const double* d = std::get_if<double>(&j.v);
-  if (d == nullptr || !(*d >= 0) || *d > 9007199254740992.0 || *d != std::floor(*d)) return std::nullopt;
+  if (d == nullptr || !j.integer || !(*d >= 0) || *d > 9007199254740992.0 || *d != std::floor(*d)) return std::nullopt;
   return static_cast<std::uint64_t>(*d);
 }
 
@@ -388,7 +389,7 @@ void SafetensorsFile::read_rows_as(const SafetensorsTensor& t, std::uint64_t fir
     if (!finite)
       for (std::size_t i = 0; i < values; ++i)
         if (!std::isfinite(out[i]))
-          st_refuse(name_, fmt::format("tensor {} holds a non-finite value ({}) at element {} (C order)", st_quoted(t.name), out[i], element + i));
+          st_refuse(name_, nonfinite_weight_problem(t.name, out[i], element + i));
     out += values;
     element += values;
     offset += count;
@@ -516,6 +517,10 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
       write(bytes);
     }
   });
+}
+
+std::string nonfinite_weight_problem(std::string_view tensor, double value, std::uint64_t element) {
+  return fmt::format("tensor {} holds a non-finite value ({}) at element {} (C order)", st_quoted(tensor), value, element);
 }
 
 }  // namespace attnlab

@@ -116,6 +116,10 @@ class SafetensorsFile {
   SafetensorsHeader header_;
 };
 
+// How read_rows words a non-finite value: "tensor "<name>" holds a non-finite value (nan) at element 12 (C order)",
+// the element counted in C order through the whole tensor (for weights held in memory too: model/qk_arrays.hpp).
+std::string nonfinite_weight_problem(std::string_view tensor, double value, std::uint64_t element);
+
 // Reads a small side file (an index, a config.json) that may be hostile: a regular file (opened without
 // blocking), at most `max_bytes` long: read_bounded_text (bounded_file.hpp) with its refusals as
 // SafetensorsError "<path>: <problem>".

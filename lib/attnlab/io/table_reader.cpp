@@ -5,8 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
-
-#include "attnlab/io/csv_table.hpp"
+#include <map>
 
 namespace attnlab {
 
@@ -64,14 +63,36 @@ std::int64_t TableReader::integer(std::size_t row, const std::string& column) co
   return v;
 }
 
-std::vector<std::vector<std::string>> TableReader::distinct(const std::vector<std::string>& columns) const {
+Cell TableReader::cell(std::size_t row, const Column& column) const {
+  switch (column.type) {
+    case ColumnType::integer: return Cell(static_cast<long long>(integer(row, column.name)));
+    case ColumnType::real: return Cell(real(row, column.name));
+    case ColumnType::text: break;
+  }
+  return Cell(text(row, column.name));
+}
+
+std::vector<std::vector<std::size_t>> TableReader::row_groups(const std::vector<std::string>& columns) const {
   std::vector<std::size_t> index;
   for (const auto& c : columns) index.push_back(column_index(c));
-  std::vector<std::vector<std::string>> seen;
-  for (const auto& row : cells_) {
+  std::vector<std::vector<std::size_t>> groups;  // first-seen order
+  std::map<std::vector<std::string>, std::size_t> group_of;
+  for (std::size_t r = 0; r < cells_.size(); ++r) {
     std::vector<std::string> key;
-    for (std::size_t c : index) key.push_back(row[c]);
-    if (std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(std::move(key));
+    for (std::size_t c : index) key.push_back(cells_[r][c]);
+    const auto [it, inserted] = group_of.emplace(std::move(key), groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(r);
+  }
+  return groups;
+}
+
+std::vector<std::vector<std::string>> TableReader::distinct(const std::vector<std::string>& columns) const {
+  std::vector<std::vector<std::string>> seen;
+  for (const auto& rows : row_groups(columns)) {
+    std::vector<std::string> key;
+    for (const auto& c : columns) key.push_back(text(rows.front(), c));
+    seen.push_back(std::move(key));
   }
   return seen;
 }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/io/csv_table.hpp"
+
 namespace attnlab {
 
 // Thrown for a missing or malformed table; the message names the file (and the row and column).
@@ -32,6 +34,9 @@ class TableReader {
   const std::string& text(std::size_t row, const std::string& column) const;
   double real(std::size_t row, const std::string& column) const;
   std::int64_t integer(std::size_t row, const std::string& column) const;
+  // The cell of `row` in `column` typed as the column says (an integer, a real or a text Cell): what a judge
+  // copies into a derived table's key columns. Throws as the accessors above.
+  Cell cell(std::size_t row, const Column& column) const;
 
   // The values of `column` in the order the rows first name them, each once (a sweep's families, its
   // lengths): what a judge groups its rows by. As text, or each parsed as integer() parses it.
@@ -40,6 +45,9 @@ class TableReader {
   // The same for several columns at once: each combination of their cells that occurs, in first-occurrence
   // order (one vector of cells per combination, in the order of `columns`).
   std::vector<std::vector<std::string>> distinct(const std::vector<std::string>& columns) const;
+  // The rows of each of those combinations, in the same order (each group's rows in table order): what a judge
+  // that summarises replicates per configuration (a mean over seeds, a median over timed runs) iterates over.
+  std::vector<std::vector<std::size_t>> row_groups(const std::vector<std::string>& columns) const;
 
   const std::filesystem::path& path() const { return path_; }
 

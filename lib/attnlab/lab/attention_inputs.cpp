@@ -1,6 +1,7 @@
 // Named input families for attention accuracy experiments (--family).
 #include "attnlab/lab/attention_inputs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -11,6 +12,13 @@ const std::vector<std::string>& attention_families() {
   static const std::vector<std::string> names = {"gaussian_small", "gaussian", "gaussian_large", "uniform",
                                                  "low_rank",       "local",    "clustered"};
   return names;
+}
+
+bool attention_family_centered(const std::string& family) {
+  const auto& all = attention_families();
+  if (std::find(all.begin(), all.end(), family) == all.end())
+    throw std::invalid_argument("unknown input family '" + family + "'");
+  return family != "uniform";
 }
 
 namespace {

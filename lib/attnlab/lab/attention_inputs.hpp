@@ -27,6 +27,12 @@ struct AttentionInputs {
 // V ~ N(0, 1) except for uniform.
 const std::vector<std::string>& attention_families();
 
+// Whether every entry of the family's Q, K and V has mean zero: all but uniform, whose entries are U[0, 1)
+// with mean 1/2. Several approximations' errors depend on it (a common mean of V dominates its norm, a
+// common mean of the logits dominates random projections of them), so corrected statements name it.
+// Throws std::invalid_argument naming an unknown family.
+bool attention_family_centered(const std::string& family);
+
 // Draws one head's inputs of the named family; throws std::invalid_argument naming an unknown family.
 AttentionInputs make_attention_inputs(const std::string& family, Eigen::Index n, Eigen::Index d, Rng& rng);
 

@@ -23,4 +23,9 @@ struct BaselineComparison {
 // lower bound exceeds the baseline's upper bound.
 BaselineComparison compare_with_baseline(const std::filesystem::path& runs_file, const std::string& method = "exact");
 
+// The same for the recall models: exp_recall_training's recall_training_runs.csv at its main point (the first run's
+// number of pairs), the exact models' mean query accuracy against the model without attention trained beside them
+// (no-attention-baseline), with the chance lines 1/V and 1/N in the sentence.
+BaselineComparison compare_with_recall_baseline(const std::filesystem::path& runs_file, const std::string& method = "exact");
+
 }  // namespace attnlab

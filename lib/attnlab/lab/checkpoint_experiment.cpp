@@ -1,13 +1,15 @@
-// An experiment on trained ViTs (checkpoint_experiment.hpp).
+// An experiment on trained models (checkpoint_experiment.hpp).
 #include "attnlab/lab/checkpoint_experiment.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "attnlab/core/rng.hpp"
 #include "attnlab/lab/fashion_mnist_option.hpp"
 #include "attnlab/model/checkpoint.hpp"
+#include "attnlab/model/recall_protocol.hpp"
 #include "attnlab/model/training_protocol.hpp"
 #include "attnlab/model/vit_copy.hpp"
 
@@ -15,14 +17,63 @@ namespace attnlab {
 
 namespace {
 
-// A checkpoint loaded into a model of its own configuration; CheckpointError or std::invalid_argument (widths a
-// ViT refuses) escape.
+// What differs between the two testbeds' checkpoints: who trains them, where they live, how one is read, and the
+// quick mode's models.
+template <typename Model>
+struct Trained;
+
 template <typename T>
-std::unique_ptr<ViT<T>> load_vit(const std::filesystem::path& dir) {
-  const CheckpointInfo info = read_checkpoint_info(dir);
-  auto model = std::make_unique<ViT<T>>(info.config);
-  load_checkpoint(*model, dir);
-  return model;
+struct Trained<ViT<T>> {
+  static constexpr const char* trainer = "exp_vit_training";
+  static constexpr const char* root = "checkpoints";  // relative(method, k) is <root>/<method>/seed-<k>
+  static std::string relative(const std::string& method, int k) { return run_checkpoint_relative(method, k); }
+  static std::int64_t step(const std::filesystem::path& dir) { return read_checkpoint_info(dir).step; }
+  // A checkpoint loaded into a model of its own configuration; CheckpointError or std::invalid_argument (widths a
+  // ViT refuses) escape.
+  static std::unique_ptr<ViT<T>> load(const std::filesystem::path& dir) {
+    const CheckpointInfo info = read_checkpoint_info(dir);
+    auto model = std::make_unique<ViT<T>>(info.config);
+    load_checkpoint(*model, dir);
+    return model;
+  }
+  static std::int64_t quick_steps() { return kQuickTrainImages / kTrainingBatch; }
+  static std::string quick_steps_text() { return fmt::format("{} steps of {} images each", quick_steps(), kTrainingBatch); }
+};
+
+template <typename T>
+struct Trained<RecallModel<T>> {
+  static constexpr const char* trainer = "exp_recall_training";
+  static constexpr const char* root = "checkpoints/recall";
+  static std::string relative(const std::string& method, int k) { return recall_checkpoint_relative(method, k); }
+  static std::int64_t step(const std::filesystem::path& dir) { return read_recall_checkpoint_info(dir).step; }
+  static std::unique_ptr<RecallModel<T>> load(const std::filesystem::path& dir) {
+    const RecallCheckpointInfo info = read_recall_checkpoint_info(dir);
+    auto model = std::make_unique<RecallModel<T>>(info.config);
+    load_checkpoint(*model, dir);
+    return model;
+  }
+  static std::int64_t quick_steps() { return kQuickRecallSteps; }
+  static std::string quick_steps_text() { return fmt::format("{} steps of {} sequences each", quick_steps(), kQuickRecallBatch); }
+};
+
+template <typename Model>
+std::string origin_of(const ExperimentCli& cli, const std::filesystem::path& dir, const std::vector<std::string>& methods) {
+  using Tr = Trained<Model>;
+  // --quick says the same whether its models were read from the trainer's --quick checkpoints or trained here
+  // (the same bits), so that a sharded run and a one-process run write the same ledger.
+  if (cli.options().quick)
+    return fmt::format("--quick: {} --quick's tiny {} models ({}, seeds {} + 0..{}), read from its checkpoints or trained here alike",
+                       Tr::trainer, fmt::join(methods, ", "), Tr::quick_steps_text(), cli.options().seed, kTrainingSeeds - 1);
+  int seeds = 0;
+  while (!methods.empty() && std::filesystem::is_regular_file(dir / Tr::relative(methods.front(), seeds) / "manifest.json")) ++seeds;
+  std::string steps;
+  try {
+    steps = fmt::format(", {} steps each", Tr::step(dir / Tr::relative(methods.front(), 0)));
+  } catch (const CheckpointError&) {
+    // The note says less; the judgement does not rest on it.
+  }
+  return fmt::format("{}'s {} checkpoints {}/<method>/seed-<k> (seeds {} + 0..{}{})", Tr::trainer, fmt::join(methods, ", "),
+                     cli.evidence_path(Tr::root), cli.options().seed, std::max(seeds, 1) - 1, steps);
 }
 
 }  // namespace
@@ -35,23 +86,12 @@ std::vector<std::int64_t> seeded_sample(std::int64_t total, std::int64_t count, 
 }
 
 std::string checkpoints_origin(const ExperimentCli& cli, const std::filesystem::path& dir, const std::vector<std::string>& methods) {
-  // --quick says the same whether its models were read from exp_vit_training --quick's checkpoints or trained here
-  // (the same bits), so that a sharded run and a one-process run write the same ledger.
-  if (cli.options().quick)
-    return fmt::format("--quick: exp_vit_training --quick's tiny {} models ({} steps of {} images each, seeds {} + 0..{}), read "
-                       "from its checkpoints or trained here alike",
-                       fmt::join(methods, ", "), kQuickTrainImages / kTrainingBatch, kTrainingBatch, cli.options().seed,
-                       kTrainingSeeds - 1);
-  int seeds = 0;
-  while (!methods.empty() && std::filesystem::is_regular_file(run_checkpoint_dir(dir, methods.front(), seeds) / "manifest.json")) ++seeds;
-  std::string steps;
-  try {
-    steps = fmt::format(", {} steps each", read_checkpoint_info(run_checkpoint_dir(dir, methods.front(), 0)).step);
-  } catch (const CheckpointError&) {
-    // The note says less; the judgement does not rest on it.
-  }
-  return fmt::format("exp_vit_training's {} checkpoints {}/<method>/seed-<k> (seeds {} + 0..{}{})", fmt::join(methods, ", "),
-                     cli.evidence_path("checkpoints"), cli.options().seed, std::max(seeds, 1) - 1, steps);
+  return origin_of<ViT<float>>(cli, dir, methods);
+}
+
+std::string recall_checkpoints_origin(const ExperimentCli& cli, const std::filesystem::path& dir,
+                                      const std::vector<std::string>& methods) {
+  return origin_of<RecallModel<float>>(cli, dir, methods);
 }
 
 CheckpointExperiment::CheckpointExperiment(ExperimentCli& cli, const std::string& checkpoint_help)
@@ -75,20 +115,33 @@ bool CheckpointExperiment::prepare() {
   return true;
 }
 
-template <typename T>
-std::optional<TrainedModels<T>> CheckpointExperiment::load_user(const std::vector<std::string>& methods,
-                                                                const std::string& why) const {
-  TrainedModels<T> out;
+bool CheckpointExperiment::user_recall() const {
+  try {
+    return user() && read_checkpoint_format(checkpoint_) == kRecallCheckpointFormat;
+  } catch (const CheckpointError&) {
+    return false;
+  }
+}
+
+RecallSet CheckpointExperiment::recall_test(const RecallTask& task) const {
+  return recall_set(task, cli_.options().seed, RecallSplit::test,
+                    cli_.options().quick ? kQuickRecallTestSequences : kRecallTestSequences);
+}
+
+template <typename T, typename Model>
+std::optional<TrainedModels<T, Model>> CheckpointExperiment::load_user_models(const std::vector<std::string>& methods,
+                                                                              const std::string& why) const {
+  TrainedModels<T, Model> out;
   if (cli_.judging()) return out;
   try {
-    auto model = load_vit<T>(checkpoint_);
+    auto model = Trained<Model>::load(checkpoint_);
     const std::string& method = model->config().attention.method;
     if (!methods.empty() && std::find(methods.begin(), methods.end(), method) == methods.end()) {
       fmt::print(stderr, "{}: --checkpoint {}: method \"{}\"; {}\n", cli_.name(), checkpoint_, method, why);
       return std::nullopt;
     }
     out.methods = {method};
-    out.labels = {{fmt::format("{} (seed {}, step {})", checkpoint_, model->config().seed, read_checkpoint_info(checkpoint_).step)}};
+    out.labels = {{fmt::format("{} (seed {}, step {})", checkpoint_, model->config().seed, Trained<Model>::step(checkpoint_))}};
     out.origin = "your checkpoint " + checkpoint_;
     out.models.emplace_back();
     out.models.back().push_back(std::move(model));
@@ -103,40 +156,62 @@ std::optional<TrainedModels<T>> CheckpointExperiment::load_user(const std::vecto
 }
 
 template <typename T>
-std::optional<TrainedModels<T>> CheckpointExperiment::load_run(const std::vector<std::string>& methods, int seeds) const {
-  TrainedModels<T> out;
+std::optional<TrainedModels<T>> CheckpointExperiment::load_user(const std::vector<std::string>& methods, const std::string& why) const {
+  return load_user_models<T, ViT<T>>(methods, why);
+}
+
+template <typename T>
+std::optional<RecallModels<T>> CheckpointExperiment::load_user_recall(const std::vector<std::string>& methods,
+                                                                      const std::string& why) const {
+  return load_user_models<T, RecallModel<T>>(methods, why);
+}
+
+template <typename T, typename Model>
+std::optional<TrainedModels<T, Model>> CheckpointExperiment::load_run_models(const std::vector<std::string>& methods, int seeds,
+                                                                             bool required) const {
+  using Tr = Trained<Model>;
+  TrainedModels<T, Model> out;
   if (cli_.judging()) return out;
   const bool quick = cli_.options().quick;
   const std::filesystem::path& root = cli_.options().out;
-  // --quick uses the run's checkpoints when exp_vit_training --quick wrote them all into --out (make results
+  // --quick uses the run's checkpoints when the trainer's --quick run wrote them all into --out (make results
   // --quick), else trains the same models here: either way the same bits.
-  bool present = true;
+  bool present = true, any = false;
   for (const auto& m : methods)
-    for (int k = 0; k < seeds; ++k) present = present && std::filesystem::is_regular_file(run_checkpoint_dir(root, m, k) / "manifest.json");
+    for (int k = 0; k < seeds; ++k) {
+      const bool here = std::filesystem::is_regular_file(root / Tr::relative(m, k) / "manifest.json");
+      present = present && here;
+      any = any || here;
+    }
   const bool train_here = quick && !present;
+  // A full run without any of this task's checkpoints did not train the task: its claims are judged on the other.
+  if (!quick && !required && !any) return out;
   out.methods = methods;
-  out.origin = checkpoints_origin(cli_, root, methods);
+  out.origin = origin_of<Model>(cli_, root, methods);
   try {
     for (const auto& m : methods) {
       out.models.emplace_back();
       out.labels.emplace_back();
       for (int k = 0; k < seeds; ++k) {
-        const std::filesystem::path dir = run_checkpoint_dir(root, m, k);
+        const std::filesystem::path dir = root / Tr::relative(m, k);
         // --quick labels its models alike either way, so that a run that trained them and one that read them write the
         // same tables.
         const std::string quick_label = fmt::format("{} seed-{} (--quick, seed {}, {} steps)", m, k, run_seed(cli_.options().seed, k),
-                                                    kQuickTrainImages / kTrainingBatch);
+                                                    Tr::quick_steps());
         if (train_here) {
-          out.models.back().push_back(copy_vit<T>(*train_quick_vit(m, cli_.options().seed, k, train_, test_)));
+          if constexpr (std::is_same_v<Model, ViT<T>>)
+            out.models.back().push_back(copy_vit<T>(*train_quick_vit(m, cli_.options().seed, k, train_, test_)));
+          else
+            out.models.back().push_back(copy_recall_model<T>(*train_quick_recall(m, cli_.options().seed, k)));
           out.labels.back().push_back(quick_label);
           continue;
         }
         if (!std::filesystem::is_regular_file(dir / "manifest.json")) {
-          fmt::print(stderr, "{}: {} holds no checkpoint: run exp_vit_training with the same --out first, or give --checkpoint DIR\n",
-                     cli_.name(), dir.string());
+          fmt::print(stderr, "{}: {} holds no checkpoint: run {} with the same --out first, or give --checkpoint DIR\n", cli_.name(),
+                     dir.string(), Tr::trainer);
           return std::nullopt;
         }
-        auto model = load_vit<T>(dir);
+        auto model = Tr::load(dir);
         if (model->config().attention.method != m) {
           fmt::print(stderr, "{}: {}: the checkpoint's method is \"{}\", not \"{}\"\n", cli_.name(), dir.string(),
                      model->config().attention.method, m);
@@ -146,8 +221,8 @@ std::optional<TrainedModels<T>> CheckpointExperiment::load_run(const std::vector
         // same in every run whatever the layout of its tasks (a sharded run's --out links to the training shard
         // that wrote it; its path there would differ from one cut to another, and from results/).
         out.labels.back().push_back(quick ? quick_label
-                                          : fmt::format("{} (seed {}, step {})", run_checkpoint_relative(m, k),
-                                                        model->config().seed, read_checkpoint_info(dir).step));
+                                          : fmt::format("{} (seed {}, step {})", Tr::relative(m, k), model->config().seed,
+                                                        Tr::step(dir)));
         out.models.back().push_back(std::move(model));
       }
     }
@@ -161,6 +236,17 @@ std::optional<TrainedModels<T>> CheckpointExperiment::load_run(const std::vector
   return out;
 }
 
+template <typename T>
+std::optional<TrainedModels<T>> CheckpointExperiment::load_run(const std::vector<std::string>& methods, int seeds, bool required) const {
+  return load_run_models<T, ViT<T>>(methods, seeds, required);
+}
+
+template <typename T>
+std::optional<RecallModels<T>> CheckpointExperiment::load_recall_run(const std::vector<std::string>& methods, int seeds,
+                                                                     bool required) const {
+  return load_run_models<T, RecallModel<T>>(methods, seeds, required);
+}
+
 int CheckpointExperiment::run(const ExperimentParts& parts) const {
   if (!user()) return run_experiment(cli_, parts);
   return run_experiment(cli_.name(), [&] {
@@ -169,11 +255,15 @@ int CheckpointExperiment::run(const ExperimentParts& parts) const {
   });
 }
 
-template std::optional<TrainedModels<float>> CheckpointExperiment::load_user<float>(const std::vector<std::string>&,
-                                                                                   const std::string&) const;
-template std::optional<TrainedModels<double>> CheckpointExperiment::load_user<double>(const std::vector<std::string>&,
-                                                                                     const std::string&) const;
-template std::optional<TrainedModels<float>> CheckpointExperiment::load_run<float>(const std::vector<std::string>&, int) const;
-template std::optional<TrainedModels<double>> CheckpointExperiment::load_run<double>(const std::vector<std::string>&, int) const;
+#define ATTNLAB_LOADERS(T)                                                                                             \
+  template std::optional<TrainedModels<T>> CheckpointExperiment::load_user<T>(const std::vector<std::string>&,             \
+                                                                              const std::string&) const;               \
+  template std::optional<RecallModels<T>> CheckpointExperiment::load_user_recall<T>(const std::vector<std::string>&,       \
+                                                                                    const std::string&) const;         \
+  template std::optional<TrainedModels<T>> CheckpointExperiment::load_run<T>(const std::vector<std::string>&, int, bool) const; \
+  template std::optional<RecallModels<T>> CheckpointExperiment::load_recall_run<T>(const std::vector<std::string>&, int, bool) const;
+ATTNLAB_LOADERS(float)
+ATTNLAB_LOADERS(double)
+#undef ATTNLAB_LOADERS
 
 }  // namespace attnlab

@@ -9,13 +9,16 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <set>
+#include <utility>
 #include <stdexcept>
 #include <new>
 #include <omp.h>
 
 #include "attnlab/io/atomic_file.hpp"
+#include "attnlab/io/memory_budget.hpp"
 #include "attnlab/lab/build_id.hpp"
 #include "attnlab/lab/build_isa.hpp"
+#include "attnlab/lab/checkout_root.hpp"
 #include "attnlab/lab/cli_validators.hpp"
 #include "attnlab/lab/quick_marker.hpp"
 #include "attnlab/lab/shard_stamp.hpp"
@@ -113,6 +116,14 @@ void ExperimentCli::parse(int argc, char** argv) {
     fmt::print(stderr, "{}: {}\n", name_, e.what());
     std::exit(kExitUsage);
   }
+  if (uses_given() && given_need_) {
+    const GivenMemoryNeed need = given_need_(*given_);
+    if (const double avail = available_memory(); need.bytes > avail) {
+      fmt::print(stderr, "{}: the given inputs ({}) need at least {} here, for {}; {} available\n", name_, given_->label(),
+                 gib_text(need.bytes), need.what, gib_text(avail));
+      std::exit(kExitUsage);
+    }
+  }
   if (split_ && parser_->count("--shard") > 0) {
     try {
       shard_ = Shard::parse(shard_text_);
@@ -192,6 +203,7 @@ void ExperimentCli::prepare_out() const {
   if (options_.quick && !uses_given() && !std::filesystem::exists(options_.out / kQuickMarker))
     write_file_atomically(options_.out / kQuickMarker, kQuickMarkerText);
   out_prepared_ = true;
+  if (first_write_hook_) std::exchange(first_write_hook_, {})();
 }
 
 void ExperimentCli::write_table(const CsvTable& table, const std::string& file) const {
@@ -233,10 +245,11 @@ std::filesystem::path ExperimentCli::output_path(const std::string& file) const 
 std::string ExperimentCli::evidence_path(const std::string& file) const {
   namespace fs = std::filesystem;
   const fs::path full = fs::weakly_canonical(fs::absolute(options_.out / file));
-  const fs::path root = fs::weakly_canonical(fs::path(ATTNLAB_SOURCE_DIR));
-  const fs::path rel = full.lexically_relative(root);
-  // Inside the repository the ledger holds a relative path; elsewhere (a scratch run) the full one.
-  if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
+  // Inside a checkout the ledger holds a path relative to its root; elsewhere (a scratch run) the full one.
+  if (const auto root = checkout_root(full)) {
+    const fs::path rel = full.lexically_relative(*root);
+    if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
+  }
   return full.generic_string();
 }
 
@@ -339,30 +352,55 @@ void judge_and_record(const ExperimentCli& cli, const ExperimentParts& parts, co
 
 }  // namespace
 
-int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
-  return run_experiment(cli.name(), [&] {
-    if (!cli.splits_measurement())
-      throw std::logic_error("split_measurement() was not called before parse() (a defect of the experiment)");
-    const std::filesystem::path& out = cli.options().out;
-    cli.prepare_out();
-    if (!cli.sharded()) {
-      // A run on the user's matrices writes tables only, no ledger rows: it is not stamped.
-      const std::string run_id = cli.uses_given() ? std::string() : begin_run(cli);
-      if (!cli.judging()) parts.measure(Shard());
-      judge_and_record(cli, parts, out);
-      if (!run_id.empty()) finish_run(run_id, cli);
-      return;
+namespace {
+
+// The body of run_experiment: measure (all of the sweep, or a shard), judge, stamp.
+void run_parts(const ExperimentCli& cli, const ExperimentParts& parts) {
+  if (!cli.splits_measurement())
+    throw std::logic_error("split_measurement() was not called before parse() (a defect of the experiment)");
+  const std::filesystem::path& out = cli.options().out;
+  // Nothing is written before the run's first file: a refusal found while measuring leaves --out as it was
+  // (prepare_out runs these hooks just before that file).
+  if (!cli.sharded()) {
+    // A run on the user's matrices writes tables only, no ledger rows: it is not stamped.
+    std::string run_id;
+    if (!cli.uses_given()) cli.before_first_write([&] { run_id = begin_run(cli); });
+    if (!cli.judging()) parts.measure(Shard());
+    judge_and_record(cli, parts, out);
+    if (!cli.uses_given()) {
+      cli.prepare_out();  // a run that wrote nothing is stamped all the same
+      finish_run(run_id, cli);
     }
-    // A shard: the old stamp goes first, the new one last, so a task killed midway leaves no stamp and
-    // attnlab_merge refuses its directory until the task has been rerun to completion.
-    const std::filesystem::path stamp_path = shard_stamp_path(out, cli.name());
+    return;
+  }
+  // A shard: the old stamp goes first, the new one last, so a task killed midway leaves no stamp and
+  // attnlab_merge refuses its directory until the task has been rerun to completion.
+  const std::filesystem::path stamp_path = shard_stamp_path(out, cli.name());
+  cli.before_first_write([&] {
     std::error_code ec;
     std::filesystem::remove(stamp_path, ec);
     if (ec) throw OutputError(fmt::format("{}: cannot remove the old stamp: {}", stamp_path.string(), ec.message()));
-    parts.measure(cli.shard());
-    ShardStamp stamp = stamp_of(cli);
-    stamp_files(stamp, cli);
-    write_file_atomically(stamp_path, stamp_json(stamp));
+  });
+  parts.measure(cli.shard());
+  cli.prepare_out();
+  ShardStamp stamp = stamp_of(cli);
+  stamp_files(stamp, cli);
+  write_file_atomically(stamp_path, stamp_json(stamp));
+}
+
+}  // namespace
+
+int run_experiment(const ExperimentCli& cli, const ExperimentParts& parts) {
+  return run_experiment(cli.name(), [&] {
+    try {
+      run_parts(cli, parts);
+    } catch (const std::bad_alloc&) {
+      // --quick shrinks our sweep, not the user's matrices: name what does apply.
+      if (!cli.uses_given()) throw;
+      throw std::runtime_error(fmt::format("out of memory on the given inputs ({}): the run needed more than the process "
+                                           "could allocate; try fewer --threads or a machine with more memory",
+                                           cli.given().label()));
+    }
   });
 }
 

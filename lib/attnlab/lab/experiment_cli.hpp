@@ -66,6 +66,12 @@ class ExperimentCli {
   void add_parse_check(const std::string& flag, std::function<std::string()> check);
   // Text --help prints after the options.
   void footer(const std::string& text);
+  // For a run on the user's matrices: the least memory the run needs, from the given shapes alone (the
+  // matrices it surely forms, e.g. one n x n double matrix for the exact attention it compares with), and
+  // what they are. parse() refuses a run whose need exceeds available_memory() with one line naming the
+  // input's size (exit status 2, nothing written), rather than failing out of memory midway.
+  //   cli.given_memory_need([](const GivenInputs& g) { return double_matrices(1, g.matrix("q").rows(), g.matrix("k").rows(), "P"); });
+  void given_memory_need(std::function<GivenMemoryNeed(const GivenInputs&)> need) { given_need_ = std::move(need); }
   // The CLI11 parser itself, for library code that adds flags (given_inputs.cpp, family_option.cpp); using
   // it needs <CLI/CLI.hpp>.
   CLI::App& app() { return *parser_; }
@@ -117,9 +123,13 @@ class ExperimentCli {
   // claims.csv, corrected statements (ClaimRow::corrects set) to corrections.csv.
   void write_claims(const std::vector<ClaimRow>& rows) const;
 
-  // Creates --out (and in quick mode marks it with kQuickMarker) the first time the run writes there;
-  // parse() only checks that it can be. Throws OutputError.
+  // Creates --out (and in quick mode marks it with kQuickMarker) the first time the run writes there,
+  // then runs the hook of before_first_write (the run's unfinished stamp); parse() only checks that it can
+  // be. Every file the run writes goes through here first, so a refusal found while measuring (a flag that
+  // only the sweep can check, an input the library rejects) leaves --out as it was. Throws OutputError.
   void prepare_out() const;
+  // What prepare_out does once --out exists, before the run's first file (run_experiment: the run stamp).
+  void before_first_write(std::function<void()> hook) const { first_write_hook_ = std::move(hook); }
 
   // <out>/<file> (a path to write to: prepare_out() first), and the same path relative to the repository
   // root for the ledger.
@@ -140,7 +150,9 @@ class ExperimentCli {
   std::filesystem::path judge_dir_;
   Shard shard_;
   bool split_ = false, sharded_ = false, judging_ = false;
+  std::function<GivenMemoryNeed(const GivenInputs&)> given_need_;
   mutable bool out_prepared_ = false;
+  mutable std::function<void()> first_write_hook_;
   mutable std::vector<std::string> written_, artifact_dirs_;
 };
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "attnlab/io/npy.hpp"
+#include "attnlab/linalg/power_of_two_scaling.hpp"
 
 namespace attnlab {
 
@@ -13,6 +14,15 @@ namespace {
 std::string shape_of(const Eigen::MatrixXd& m) { return fmt::format("{} x {}", m.rows(), m.cols()); }
 
 }  // namespace
+
+GivenMemoryNeed double_matrices(int count, Eigen::Index rows, Eigen::Index cols, const std::string& what) {
+  return {static_cast<double>(count) * static_cast<double>(rows) * static_cast<double>(cols) * sizeof(double),
+          fmt::format("{} double matri{} of {} x {} ({})", count, count == 1 ? "x" : "ces", rows, cols, what)};
+}
+
+GivenMemoryNeed operator+(const GivenMemoryNeed& a, const GivenMemoryNeed& b) {
+  return {a.bytes + b.bytes, a.what + " and " + b.what};
+}
 
 GivenInputs::GivenInputs(CLI::App& app, GivenKind kind) : kind_(kind) {
   struct Flag {
@@ -41,7 +51,7 @@ GivenInputs::GivenInputs(CLI::App& app, GivenKind kind) : kind_(kind) {
   }
   slots_.reserve(flags.size());  // the options below keep pointers into the slots
   for (const auto& f : flags) {
-    slots_.push_back({f.name, "", f.required, {}});
+    slots_.push_back({f.name, "", f.required, {}, 0});
     app.add_option("--" + std::string(f.name), slots_.back().path, f.help)->type_name("FILE")->group("Given inputs");
   }
 }
@@ -68,6 +78,16 @@ void GivenInputs::load() {
   }
   used_ = true;
   check_shapes();
+  // W_Q and W_K at unit scale: every claim measured on them (ranks, eigenvalue counts, shares, residual ratios,
+  // identities) is invariant to their scales, and a power of two moves no bit (power_of_two_scaling.hpp), so
+  // weights stored at 1e-25 or 1e30 give the verdicts they give at unit scale rather than products that
+  // underflow to 0 or overflow in float. The label says by how much each was scaled.
+  if (kind_ == GivenKind::qk_weights || kind_ == GivenKind::qk_weights_x)
+    for (auto& s : slots_)
+      if (s.name == "wq" || s.name == "wk") {
+        s.exponent = -max_abs_exponent(s.value);
+        s.value = scaled_by_power_of_two(s.value, s.exponent);
+      }
 }
 
 void GivenInputs::check_shapes() const {
@@ -106,7 +126,7 @@ std::string GivenInputs::label() const {
   bool first = true;
   for (const auto& s : slots_) {
     if (s.path.empty()) continue;
-    out += (first ? "" : ", ") + s.name + "=" + s.path;
+    out += (first ? "" : ", ") + s.name + "=" + s.path + (s.exponent != 0 ? fmt::format(" x 2^{}", s.exponent) : "");
     first = false;
   }
   return out;

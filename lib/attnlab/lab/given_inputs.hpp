@@ -33,6 +33,16 @@ inline constexpr const char* kRandomInputsLabel = "random";
 // The `family` a table gives the one configuration of a run on given inputs.
 inline constexpr const char* kGivenFamily = "given";
 
+// The least memory a run on given inputs needs, and what for (ExperimentCli::given_memory_need).
+struct GivenMemoryNeed {
+  double bytes = 0;
+  std::string what;  // "1 double matrix of 8192 x 8192 (Q K^T, whose rank L1 measures)"
+};
+// `count` double matrices of rows x cols, needed for `what`.
+GivenMemoryNeed double_matrices(int count, Eigen::Index rows, Eigen::Index cols, const std::string& what);
+// Both needs at once.
+GivenMemoryNeed operator+(const GivenMemoryNeed& a, const GivenMemoryNeed& b);
+
 // Registers the flags of `kind` on `app`; after the parse, load() reads and checks the files.
 //   GivenInputs given(app, GivenKind::qk_weights);
 //   app.parse(argc, argv);
@@ -43,12 +53,15 @@ class GivenInputs {
   GivenInputs(CLI::App& app, GivenKind kind);
 
   // Reads every file given and checks that they form a complete set of consistent shapes;
-  // does nothing when no file was given. Values arrive finite (the reader refuses others).
+  // does nothing when no file was given. Values arrive finite (the reader refuses others). W_Q and W_K
+  // are each multiplied by the power of two that brings their largest magnitude into [0.5, 1): exact, and
+  // the claims on them are invariant to their scales (see load()).
   void load();
 
   bool used() const { return used_; }
   GivenKind kind() const { return kind_; }
-  // "random" without files; "given: wq=a.npy, wk=b.npy" (the paths as typed) with them.
+  // "random" without files; "given: wq=a.npy x 2^-3, wk=b.npy x 2^2" (the paths as typed, and the power
+  // of two each of W_Q, W_K was scaled by, where not 1) with them.
   std::string label() const;
 
   // A loaded matrix by its flag's name ("wq", "x", ...), in precision T; throws
@@ -75,6 +88,7 @@ class GivenInputs {
     std::string name, path;
     bool required;  // part of the set, as opposed to an optional extra such as --x of qk_weights
     Eigen::MatrixXd value;
+    int exponent;   // value = the file's matrix x 2^exponent (W_Q and W_K, brought to unit scale by load())
   };
   void check_shapes() const;
   const Slot& slot(const std::string& name) const;

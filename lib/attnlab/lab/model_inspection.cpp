@@ -12,6 +12,7 @@
 #include "attnlab/lab/progress.hpp"
 #include "attnlab/lab/statistics.hpp"
 #include "attnlab/lab/weight_claims.hpp"
+#include "attnlab/linalg/power_of_two_scaling.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/qk/qk_merge.hpp"
 #include "attnlab/theory/attention_params.hpp"
@@ -40,6 +41,13 @@ void measure_head(const QkCheckpoint& c, Eigen::Index l, Eigen::Index h, HeadIns
   out[0] = {l, h, p.kv_head(h), "weights", p.d, factored_spectrum(w.wq, w.wk)};
   if (augmented(p))
     out[1] = {l, h, p.kv_head(h), "augmented", p.d + 1, factored_spectrum(append_bias_row(w.wq, w.bq), append_bias_row(w.wk, w.bk))};
+  for (int i = 0; i < (augmented(p) ? 2 : 1); ++i) {
+    const FactoredSpectrum& f = out[i].spectrum;
+    if (!std::isfinite(f.m_norm) || !std::isfinite(f.s_norm) || !std::isfinite(f.lambda_next))
+      throw HeadRangeError(fmt::format("layer {} head {} ({} form): ||W_Q W_K^T||_F is past the largest double "
+                                       "(max |W_Q| 2^{}, max |W_K| 2^{}); its norms cannot be reported",
+                                       l, h, out[i].form, max_abs_exponent(w.wq), max_abs_exponent(w.wk)));
+  }
 }
 
 std::string precision_name(bool in_double) { return in_double ? "double" : "float"; }

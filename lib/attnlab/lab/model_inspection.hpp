@@ -42,9 +42,16 @@ struct ModelInspection {
   std::vector<LayerTiming> timing;
 };
 
+// A head whose measurement cannot be reported: its norms ||W_Q,h W_K,h^T||, ||S_w|| are past the largest double
+// (weights of F64 scale 1e160 and up; every other quantity is measured at unit scale, factored_spectrum.hpp).
+// what() names the layer, head and form. The input's fault: attnlab_inspect refuses with exit status 2.
+struct HeadRangeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Reads every layer of `c` and measures each head through the factored path (factored_spectrum), in
 // double or float, heads in parallel on `threads` OpenMP threads (results do not depend on the count).
-// Throws what the checkpoint's reads throw (SafetensorsError for a non-finite weight).
+// Throws what the checkpoint's reads throw (SafetensorsError for a non-finite weight) and HeadRangeError.
 ModelInspection inspect_model(QkCheckpoint& c, const std::string& model, bool in_double, int threads);
 
 // "model.safetensors (gpt2 layout, prefix "transformer.": 12 layers x 12 heads, d 768, d_k 64, F32, with

@@ -1,5 +1,6 @@
-// A trained model scored on the test images: its logits, predictions and accuracy with a 95% Clopper-Pearson
-// interval, and how far another model's predictions and logits are from it (R12, U18).
+// A trained model scored on its test set (Fashion-MNIST images, recall sequences): its logits, predictions and
+// accuracy with a 95% Clopper-Pearson interval over the labelled rows (an image is one, a recall sequence one per
+// query), and how far another model's predictions and logits are from it (R12, U18).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "attnlab/lab/statistics.hpp"
+#include "attnlab/model/recall_model.hpp"
 #include "attnlab/model/trainer.hpp"
 #include "attnlab/model/vit.hpp"
 
@@ -14,7 +16,7 @@ namespace attnlab {
 
 struct ModelScore {
   std::string attention;       // the model's method as it describes itself
-  Mat<float> logits;           // (count, classes) of the first `count` test images
+  Mat<float> logits;           // (rows, classes): the labelled rows of the first `count` test items
   std::vector<int> predicted;  // index of each row's first maximum (Evaluation's rule)
   std::int64_t correct = 0;
   Interval cp;                 // 95% Clopper-Pearson of correct / count
@@ -22,13 +24,14 @@ struct ModelScore {
   double accuracy() const { return static_cast<double>(correct) / static_cast<double>(count()); }
 };
 
-// The first `count` test images, chunk by chunk over the threads (each chunk its own rows: the same bits for
-// any thread count).
-ModelScore score_model(const ViT<float>& model, const ImageSet& test, std::int64_t count);
+// The first `count` test items, chunk by chunk over the threads (each chunk its own rows: the same bits for
+// any thread count). Model: ViT<float> or RecallModel<float>.
+template <typename Model>
+ModelScore score_model(const Model& model, const typename Model::Data& test, std::int64_t count);
 
-// How `other` departs from `base` on the same images.
+// How `other` departs from `base` on the same items.
 struct ScoreChange {
-  double agreement = 0;            // share of images with the same prediction
+  double agreement = 0;            // share of rows with the same prediction
   double max_abs_logit_change = 0, mean_abs_logit_change = 0;
 };
 ScoreChange score_change(const ModelScore& base, const ModelScore& other);

@@ -27,11 +27,16 @@ inline constexpr const char* kModelKind = "model";
 inline constexpr const char* kFamilyKind = "random family";
 inline constexpr int kNoSeed = -1;
 
-// Rows of the rank table (one per source and head) and of the spectrum table (one per source, head and index).
+inline constexpr const char* kTask = "task";
+
+// Rows of the rank table (one per task, source and head) and of the spectrum table (one per task, source, head and
+// index).
 class Tables {
  public:
-  // n, d_k of the matrices; k the rank a head must not exceed (Linformer's ceil(n/8)).
-  Tables(Eigen::Index n, Eigen::Index d_k, Eigen::Index k);
+  Tables();
+  // The rows added next are of `task`: n, d_k of its matrices; k the rank a head must not exceed (Linformer's
+  // ceil(n/8)). Call before the task's first add().
+  void begin_task(const std::string& task, Eigen::Index n, Eigen::Index d_k, Eigen::Index k);
   // The samples' median and largest ranks, the median rank of the centred P, the mean top energy share, and
   // the mean cumulative spectrum (sums in sample order: the same bits for any thread count).
   void add(const std::string& source, const std::string& kind, int seed, Eigen::Index layer, Eigen::Index head,
@@ -40,7 +45,8 @@ class Tables {
   const CsvTable& spectrum() const { return spectrum_; }
 
  private:
-  Eigen::Index n_, d_k_, k_;
+  std::string task_;
+  Eigen::Index n_ = 0, d_k_ = 0, k_ = 0;
   CsvTable rank_, spectrum_;
 };
 

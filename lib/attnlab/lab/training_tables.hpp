@@ -12,6 +12,8 @@ inline constexpr const char* kRunsFile = "vit_training_runs.csv";
 inline constexpr const char* kTimingFile = "vit_training_timing.csv";
 // Derived by the judge: mean test accuracy per method and epoch over the seeds, 95% interval (the report's band).
 inline constexpr const char* kEpochMeansFile = "vit_training_epoch_means.csv";
+// Derived by the judge: each method's mean test accuracy over its seeds (the report's table beside U19's).
+inline constexpr const char* kMethodMeansFile = "vit_training_method_means.csv";
 
 // Columns (the ones more than one place reads).
 inline constexpr const char* kMethod = "method";

@@ -76,24 +76,23 @@ Judgement judge_by_condition(const WorstByCondition& worst, double threshold) {
   return j;
 }
 
-Judgement judge_intervals_by_condition(const std::vector<ConditionInterval>& conditions, double threshold) {
-  if (conditions.empty()) throw std::invalid_argument("judge_intervals_by_condition: nothing was measured");
-  std::vector<const ConditionInterval*> pass, fail, open;
-  double observed = -std::numeric_limits<double>::infinity();
+Judgement judge_outcomes_by_condition(const std::vector<ConditionOutcome>& conditions, const std::string& undecided_why) {
+  if (conditions.empty()) throw std::invalid_argument("judge_outcomes_by_condition: nothing was measured");
+  std::vector<const ConditionOutcome*> pass, fail, open;
   for (const auto& c : conditions) {
-    if (c.lower > c.upper)
-      throw std::invalid_argument(fmt::format("judge_intervals_by_condition: {}'s interval [{}, {}] is reversed", c.condition,
-                                              c.lower, c.upper));
-    // NaN fails both tests: undecided, never a pass.
-    (c.upper <= threshold ? pass : c.lower > threshold ? fail : open).push_back(&c);
-    observed = std::isnan(c.upper) || std::isnan(observed) ? std::numeric_limits<double>::quiet_NaN() : std::max(observed, c.upper);
+    if (c.outcome == Verdict::holds) pass.push_back(&c);
+    else if (c.outcome == Verdict::fails) fail.push_back(&c);
+    else if (c.outcome == Verdict::inconclusive) open.push_back(&c);
+    else
+      throw std::invalid_argument(fmt::format("judge_outcomes_by_condition: {}'s outcome is {}, not holds, fails or inconclusive",
+                                              c.condition, to_string(c.outcome)));
   }
-  const auto names = [](const std::vector<const ConditionInterval*>& cs) {
+  const auto names = [](const std::vector<const ConditionOutcome*>& cs) {
     std::string out;
     for (std::size_t i = 0; i < cs.size(); ++i) out += (i ? "; " : "") + cs[i]->description;
     return out;
   };
-  Judgement j{Verdict::inconclusive, observed, ""};
+  Judgement j{Verdict::inconclusive, 0, ""};
   if (open.empty() && fail.empty()) j.verdict = Verdict::holds;
   else if (open.empty() && pass.empty()) j.verdict = Verdict::fails;
   else if (!pass.empty() && !fail.empty()) j.verdict = Verdict::conditional;
@@ -101,9 +100,25 @@ Judgement judge_intervals_by_condition(const std::vector<ConditionInterval>& con
   if (!pass.empty()) j.note += fmt::format("{} for {}. ", j.verdict == Verdict::conditional ? "Holds only" : "Holds", names(pass));
   if (!fail.empty()) j.note += fmt::format("Fails for {}. ", names(fail));
   if (!open.empty())
-    j.note += fmt::format("The 95% interval contains the threshold {:.6g} for {}{}", threshold, names(open),
-                          j.verdict == Verdict::inconclusive ? ": the data cannot decide." : ".");
+    j.note += fmt::format("{} for {}{}", undecided_why, names(open), j.verdict == Verdict::inconclusive ? ": the data cannot decide." : ".");
   while (!j.note.empty() && j.note.back() == ' ') j.note.pop_back();
+  return j;
+}
+
+Judgement judge_intervals_by_condition(const std::vector<ConditionInterval>& conditions, double threshold) {
+  if (conditions.empty()) throw std::invalid_argument("judge_intervals_by_condition: nothing was measured");
+  std::vector<ConditionOutcome> outcomes;
+  double observed = -std::numeric_limits<double>::infinity();
+  for (const auto& c : conditions) {
+    if (c.lower > c.upper)
+      throw std::invalid_argument(fmt::format("judge_intervals_by_condition: {}'s interval [{}, {}] is reversed", c.condition,
+                                              c.lower, c.upper));
+    // NaN fails both tests: undecided, never a pass.
+    outcomes.push_back({c.condition, c.description, separate(c.upper <= threshold, c.lower > threshold)});
+    observed = std::isnan(c.upper) || std::isnan(observed) ? std::numeric_limits<double>::quiet_NaN() : std::max(observed, c.upper);
+  }
+  Judgement j = judge_outcomes_by_condition(outcomes, fmt::format("The 95% interval contains the threshold {:.6g}", threshold));
+  j.observed = observed;
   return j;
 }
 

@@ -65,6 +65,24 @@ struct Judgement {
 // are; fails when none is. NaN counts as a failure.
 Judgement judge_by_condition(const WorstByCondition& worst, double threshold);
 
+// One condition's outcome, decided by a rule of its own (a band around a claimed exponent, the fastest of a
+// grid cell): holds, fails, or inconclusive where its interval cannot decide.
+struct ConditionOutcome {
+  std::string condition, description;  // description: in words, with the interval that decided
+  Verdict outcome;
+};
+
+// The ladder of judge_intervals_by_condition below over outcomes decided per condition:
+//   holds         every condition holds;
+//   fails         every condition fails;
+//   conditional   some hold and some fail (whatever the undecided turn out to be);
+//   inconclusive  otherwise: an undecided condition could change the verdict.
+// The note (empty for holds and fails) names the conditions that hold, those that fail, and the undecided ones
+// after `undecided_why` ("The 95% interval contains the threshold 25 for a [..]: the data cannot decide.").
+// observed is 0: the caller's. Throws std::invalid_argument for no conditions or an outcome other than holds,
+// fails or inconclusive.
+Judgement judge_outcomes_by_condition(const std::vector<ConditionOutcome>& conditions, const std::string& undecided_why);
+
 // judge_by_condition with each condition's metric known only as a 95% interval (L5, U18 over the seeds'
 // models: a head's or an approximation's mean over seeds with its Student-t interval), lower is better.
 // A condition passes when its whole interval lies at or below the threshold (upper <= threshold), fails

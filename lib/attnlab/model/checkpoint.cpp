@@ -28,8 +28,8 @@ struct Entry {
   const char* kind;
 };
 
-template <typename T>
-std::vector<Entry<T>> entries(ViT<T>& model) {
+template <typename Model, typename T = typename Model::Scalar>
+std::vector<Entry<T>> entries(Model& model) {
   std::vector<Entry<T>> out;
   for (const auto& t : model.parameter_tensors()) out.push_back({t, "parameter"});
   for (const auto& t : model.buffer_tensors()) out.push_back({t, "buffer"});
@@ -51,31 +51,36 @@ std::string shape_text(const std::vector<std::size_t>& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
-CheckpointManifest read_manifest(const std::filesystem::path& dir) {
+// manifest.json's text, bounded and non-blocking: a FIFO is refused at once, /dev/zero before a byte is read.
+std::string read_manifest_text(const std::filesystem::path& dir) {
   const auto path = dir / "manifest.json";
-  const std::string where = "checkpoint " + dir.string();
-  std::string text;
   try {
-    // Bounded and non-blocking: a FIFO is refused at once, /dev/zero before a byte is read.
-    text = read_bounded_text(path, kMaxManifestBytes, "the 16 MiB a manifest may hold");
+    return read_bounded_text(path, kMaxManifestBytes, "the 16 MiB a manifest may hold");
   } catch (const BoundedFileError& e) {
-    throw CheckpointError(fmt::format("{}: cannot read {}: {}", where, path.string(), e.problem()));
+    throw CheckpointError(fmt::format("checkpoint {}: cannot read {}: {}", dir.string(), path.string(), e.problem()));
   }
-  CheckpointManifest m = parse_checkpoint_manifest(text, where);
+}
+
+CheckpointManifest read_manifest(const std::filesystem::path& dir) {
+  const std::string where = "checkpoint " + dir.string();
+  CheckpointManifest m = parse_checkpoint_manifest(read_manifest_text(dir), where);
   // The widths against the memory left, before a model of them is built (ViT's constructor checks again).
   if (const std::string problem = vit_memory_problem(m.info.config, sizeof(float)); !problem.empty())
     throw CheckpointError(fmt::format("{}: manifest.json: {}", where, problem));
   return m;
 }
 
-}  // namespace
+RecallCheckpointManifest read_recall_manifest(const std::filesystem::path& dir) {
+  const std::string where = "checkpoint " + dir.string();
+  RecallCheckpointManifest m = parse_recall_checkpoint_manifest(read_manifest_text(dir), where);
+  if (const std::string problem = recall_config_problem(m.info.config, sizeof(float)); !problem.empty())
+    throw CheckpointError(fmt::format("{}: manifest.json: {}", where, problem));
+  return m;
+}
 
-template <typename T>
-void save_checkpoint(ViT<T>& model, const std::filesystem::path& dir, std::int64_t step) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  ensure_writable_directory(dir);
-  const ViTConfig& c = model.config();
+// Writes every tensor of the model as a float32 .npy into dir; returns the manifest's "parameters" entries.
+template <typename Model>
+std::string write_tensors(Model& model, const std::filesystem::path& dir) {
   std::string params_json;
   for (const auto& [t, kind] : entries(model)) {
     const std::string file = t.name + ".npy";
@@ -93,42 +98,22 @@ void save_checkpoint(ViT<T>& model, const std::filesystem::path& dir, std::int64
     params_json += fmt::format("{}    {{\"name\": \"{}\", \"file\": \"{}\", \"shape\": {}], \"dtype\": \"float32\", \"kind\": \"{}\"}}",
                                params_json.empty() ? "" : ",\n", json_escape(t.name), json_escape(file), shape, kind);
   }
-  std::string head = fmt::format("{{\n  \"format\": \"{}\",\n  \"version\": {},\n  \"method\": \"{}\",\n  \"method_description\": \"{}\",\n",
-                                 kCheckpointFormat, kCheckpointVersion, json_escape(c.attention.method),
-                                 json_escape(model.attention(0).describe()));
-  for (const auto& [key, value] : checkpoint_widths(c)) head += fmt::format("  \"{}\": {},\n", key, value);
-  // Only a model with its own query/key width says so: a default model's manifest is the same bytes as before.
-  if (c.key_width != 0) head += fmt::format("  \"key_width\": {},\n", c.key_width);
-  head += fmt::format("  \"seed\": {},\n  \"step\": {},\n  \"parameters\": [\n{}\n  ]\n}}\n", c.seed, step, params_json);
-  write_file_atomically(dir / "manifest.json", head);
+  return params_json;
 }
 
-CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir) { return read_manifest(dir).info; }
-
-template <typename T>
-void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir) {
-  const CheckpointManifest m = read_manifest(dir);
-  const ViTConfig& want = model.config();
-  const std::string where = "checkpoint " + dir.string();
-  if (m.info.config.attention.method != want.attention.method)
-    throw CheckpointError(fmt::format("{}: method \"{}\" does not match the model's \"{}\"", where,
-                                      m.info.config.attention.method, want.attention.method));
-  const auto got_w = checkpoint_widths(m.info.config), want_w = checkpoint_widths(want);
-  for (std::size_t i = 0; i < got_w.size(); ++i)
-    if (got_w[i].second != want_w[i].second)
-      throw CheckpointError(fmt::format("{}: {} = {} does not match the model's {}", where, got_w[i].first,
-                                        got_w[i].second, want_w[i].second));
-  if (m.info.config.key_head_width() != want.key_head_width())
-    throw CheckpointError(fmt::format("{}: key_width = {} does not match the model's {}", where,
-                                      m.info.config.key_head_width(), want.key_head_width()));
+// Every tensor of the model from the manifest's entries and their files: each must be present with its shape and
+// kind (and no other), each file a float32 .npy of that shape, else CheckpointError naming the first mismatch.
+// Everything is read first, so a bad file leaves the model unchanged.
+template <typename Model>
+void read_tensors(Model& model, const std::map<std::string, CheckpointTensor>& tensors, const std::filesystem::path& dir,
+                  const std::string& where) {
   auto list = entries(model);
-  if (m.tensors.size() != list.size())
-    throw CheckpointError(fmt::format("{}: {} tensors in the manifest, the model has {}", where, m.tensors.size(), list.size()));
-  // Read everything first, so a bad file leaves the model unchanged.
+  if (tensors.size() != list.size())
+    throw CheckpointError(fmt::format("{}: {} tensors in the manifest, the model has {}", where, tensors.size(), list.size()));
   std::vector<std::vector<double>> values;
   for (const auto& [t, kind] : list) {
-    const auto it = m.tensors.find(t.name);
-    if (it == m.tensors.end()) throw CheckpointError(fmt::format("{}: no {} \"{}\" in the manifest", where, kind, t.name));
+    const auto it = tensors.find(t.name);
+    if (it == tensors.end()) throw CheckpointError(fmt::format("{}: no {} \"{}\" in the manifest", where, kind, t.name));
     const auto shape = shape_of(t);
     if (it->second.shape != shape)
       throw CheckpointError(fmt::format("{}: \"{}\" has shape {} in the manifest, the model's is {}", where, t.name,
@@ -157,13 +142,97 @@ void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir) {
     const auto& t = list[i].ref;
     for (Eigen::Index r = 0; r < t.rows; ++r)
       for (Eigen::Index k = 0; k < t.cols; ++k)
-        t.data[k * t.rows + r] = static_cast<T>(values[i][static_cast<std::size_t>(r * t.cols + k)]);
+        t.data[k * t.rows + r] = static_cast<typename Model::Scalar>(values[i][static_cast<std::size_t>(r * t.cols + k)]);
   }
+}
+
+// The widths a manifest gives against the model's, in their order; CheckpointError naming the first that differs.
+void compare_widths(const std::vector<std::pair<std::string, std::int64_t>>& got,
+                    const std::vector<std::pair<std::string, std::int64_t>>& want, const std::string& where) {
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i].second != want[i].second)
+      throw CheckpointError(fmt::format("{}: {} = {} does not match the model's {}", where, got[i].first, got[i].second,
+                                        want[i].second));
+}
+
+}  // namespace
+
+template <typename T>
+void save_checkpoint(ViT<T>& model, const std::filesystem::path& dir, std::int64_t step) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  ensure_writable_directory(dir);
+  const ViTConfig& c = model.config();
+  const std::string params_json = write_tensors(model, dir);
+  std::string head = fmt::format("{{\n  \"format\": \"{}\",\n  \"version\": {},\n  \"method\": \"{}\",\n  \"method_description\": \"{}\",\n",
+                                 kCheckpointFormat, kCheckpointVersion, json_escape(c.attention.method),
+                                 json_escape(model.attention(0).describe()));
+  for (const auto& [key, value] : checkpoint_widths(c)) head += fmt::format("  \"{}\": {},\n", key, value);
+  // Only a model with its own query/key width says so: a default model's manifest is the same bytes as before.
+  if (c.key_width != 0) head += fmt::format("  \"key_width\": {},\n", c.key_width);
+  head += fmt::format("  \"seed\": {},\n  \"step\": {},\n  \"parameters\": [\n{}\n  ]\n}}\n", c.seed, step, params_json);
+  write_file_atomically(dir / "manifest.json", head);
+}
+
+template <typename T>
+void save_checkpoint(RecallModel<T>& model, const std::filesystem::path& dir, std::int64_t step) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  ensure_writable_directory(dir);
+  const RecallConfig& c = model.config();
+  const std::string params_json = write_tensors(model, dir);
+  std::string head = fmt::format("{{\n  \"format\": \"{}\",\n  \"version\": {},\n  \"method\": \"{}\",\n  \"method_description\": \"{}\",\n",
+                                 kRecallCheckpointFormat, kRecallCheckpointVersion, json_escape(c.attention.method),
+                                 json_escape(model.attention(0).describe()));
+  for (const auto& [key, value] : recall_checkpoint_widths(c)) head += fmt::format("  \"{}\": {},\n", key, value);
+  if (c.key_width != 0) head += fmt::format("  \"key_width\": {},\n", c.key_width);
+  head += fmt::format("  \"seed\": {},\n  \"step\": {},\n  \"parameters\": [\n{}\n  ]\n}}\n", c.seed, step, params_json);
+  write_file_atomically(dir / "manifest.json", head);
+}
+
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir) { return read_manifest(dir).info; }
+
+RecallCheckpointInfo read_recall_checkpoint_info(const std::filesystem::path& dir) { return read_recall_manifest(dir).info; }
+
+std::string read_checkpoint_format(const std::filesystem::path& dir) { return checkpoint_format_of(read_manifest_text(dir)); }
+
+template <typename T>
+void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir) {
+  const CheckpointManifest m = read_manifest(dir);
+  const ViTConfig& want = model.config();
+  const std::string where = "checkpoint " + dir.string();
+  if (m.info.config.attention.method != want.attention.method)
+    throw CheckpointError(fmt::format("{}: method \"{}\" does not match the model's \"{}\"", where,
+                                      m.info.config.attention.method, want.attention.method));
+  compare_widths(checkpoint_widths(m.info.config), checkpoint_widths(want), where);
+  if (m.info.config.key_head_width() != want.key_head_width())
+    throw CheckpointError(fmt::format("{}: key_width = {} does not match the model's {}", where,
+                                      m.info.config.key_head_width(), want.key_head_width()));
+  read_tensors(model, m.tensors, dir, where);
+}
+
+template <typename T>
+void load_checkpoint(RecallModel<T>& model, const std::filesystem::path& dir) {
+  const RecallCheckpointManifest m = read_recall_manifest(dir);
+  const RecallConfig& want = model.config();
+  const std::string where = "checkpoint " + dir.string();
+  if (m.info.config.attention.method != want.attention.method)
+    throw CheckpointError(fmt::format("{}: method \"{}\" does not match the model's \"{}\"", where,
+                                      m.info.config.attention.method, want.attention.method));
+  compare_widths(recall_checkpoint_widths(m.info.config), recall_checkpoint_widths(want), where);
+  if (m.info.config.key_head_width() != want.key_head_width())
+    throw CheckpointError(fmt::format("{}: key_width = {} does not match the model's {}", where,
+                                      m.info.config.key_head_width(), want.key_head_width()));
+  read_tensors(model, m.tensors, dir, where);
 }
 
 template void save_checkpoint<float>(ViT<float>&, const std::filesystem::path&, std::int64_t);
 template void save_checkpoint<double>(ViT<double>&, const std::filesystem::path&, std::int64_t);
 template void load_checkpoint<float>(ViT<float>&, const std::filesystem::path&);
 template void load_checkpoint<double>(ViT<double>&, const std::filesystem::path&);
+template void save_checkpoint<float>(RecallModel<float>&, const std::filesystem::path&, std::int64_t);
+template void save_checkpoint<double>(RecallModel<double>&, const std::filesystem::path&, std::int64_t);
+template void load_checkpoint<float>(RecallModel<float>&, const std::filesystem::path&);
+template void load_checkpoint<double>(RecallModel<double>&, const std::filesystem::path&);
 
 }  // namespace attnlab

@@ -1,5 +1,5 @@
-// ViT checkpoints (vit_spec.md): a directory with manifest.json and one float32 .npy per parameter or
-// buffer (C order, loadable by numpy.load), named after the tensor.
+// Checkpoints of the ViT (vit_spec.md) and of the recall model (recall_spec.md): a directory with manifest.json
+// and one float32 .npy per parameter or buffer (C order, loadable by numpy.load), named after the tensor.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attnlab/model/checkpoint_manifest.hpp"
+#include "attnlab/model/recall_model.hpp"
 #include "attnlab/model/vit.hpp"
 
 namespace attnlab {
@@ -28,5 +29,18 @@ CheckpointInfo read_checkpoint_info(const std::filesystem::path& dir);
 // values load exactly into float.
 template <typename T>
 void load_checkpoint(ViT<T>& model, const std::filesystem::path& dir);
+
+// The same for the recall model (format "attnlab-recall-checkpoint"): its manifest names the task's sizes and
+// the model's widths; the loader compares them with the model's and reads every tensor as load_checkpoint(ViT)
+// does, and refuses the same way (a ViT checkpoint included: another format).
+template <typename T>
+void save_checkpoint(RecallModel<T>& model, const std::filesystem::path& dir, std::int64_t step);
+RecallCheckpointInfo read_recall_checkpoint_info(const std::filesystem::path& dir);
+template <typename T>
+void load_checkpoint(RecallModel<T>& model, const std::filesystem::path& dir);
+
+// The "format" manifest.json of `dir` names (kCheckpointFormat, kRecallCheckpointFormat, or "" for a manifest that
+// names none): which model a checkpoint directory holds. CheckpointError when the manifest cannot be read.
+std::string read_checkpoint_format(const std::filesystem::path& dir);
 
 }  // namespace attnlab

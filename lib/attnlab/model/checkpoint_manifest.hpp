@@ -1,4 +1,4 @@
-// A checkpoint's manifest.json (vit_spec.md): what it says about the model and its tensors, read
+// A checkpoint's manifest.json (vit_spec.md, recall_spec.md): what it says about the model and its tensors, read
 // strictly from text, so the loader and the fuzz target (fuzz/checkpoint_manifest_fuzz.cpp) share it.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "attnlab/model/recall_model.hpp"
 #include "attnlab/model/vit.hpp"
 
 namespace attnlab {
@@ -54,6 +55,33 @@ std::vector<std::pair<std::string, std::int64_t>> checkpoint_widths(const ViTCon
 // twice (a second entry must not silently replace the first), a dtype other than float32, a kind other
 // than parameter or buffer.
 CheckpointManifest parse_checkpoint_manifest(const std::string& text, const std::string& where);
+
+// The recall model's checkpoint (recall_spec.md): the same directory of float32 .npy files, with a manifest of
+// format "attnlab-recall-checkpoint" whose widths are the task's and the model's.
+inline constexpr const char* kRecallCheckpointFormat = "attnlab-recall-checkpoint";
+inline constexpr int kRecallCheckpointVersion = 1;
+
+struct RecallCheckpointInfo {
+  RecallConfig config;
+  std::int64_t step = 0;
+};
+
+struct RecallCheckpointManifest {
+  RecallCheckpointInfo info;
+  std::map<std::string, CheckpointTensor> tensors;  // by name
+};
+
+// The recall manifest's widths, in the order they are written and compared (an optional "key_width" apart, as the
+// ViT's): pairs, keys, values, n (= 2 pairs), D, H, L, mlp and the method's options.
+std::vector<std::pair<std::string, std::int64_t>> recall_checkpoint_widths(const RecallConfig& c);
+
+// Parses a recall manifest's text, as strictly as parse_checkpoint_manifest (the same tensor entries and the
+// same refusals; a task recall_task_problem refuses, n other than 2 pairs, widths outside [0, 2^20]).
+RecallCheckpointManifest parse_recall_checkpoint_manifest(const std::string& text, const std::string& where);
+
+// The "format" of a manifest's text ("" when the text is not a JSON object with a string "format"): which of the
+// two parsers a directory's manifest is for.
+std::string checkpoint_format_of(const std::string& text);
 
 // A manifest is a few lines per tensor: a megabyte is thousands of tensors. read_checkpoint_info refuses
 // a larger file (and anything but a regular file) before reading it.

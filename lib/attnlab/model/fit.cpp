@@ -1,8 +1,11 @@
 // The training run.
 #include "attnlab/model/fit.hpp"
 
+#include "attnlab/model/recall_model.hpp"
+
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -14,20 +17,30 @@ std::int64_t steps_per_epoch(std::int64_t train_images, Eigen::Index batch) {
 }
 
 template <typename T, typename Model>
-FitResult fit(Trainer<T, Model>& trainer, const ImageSet& train, const ImageSet& test, const FitOptions& options,
+FitResult fit(Trainer<T, Model>& trainer, const typename Model::Data& train, const typename Model::Data& test,
+              const FitOptions& options,
          const std::function<void(const StepRecord&)>& on_step, const std::function<void(const EpochRecord&)>& on_epoch) {
   using Clock = std::chrono::steady_clock;
   const std::int64_t n_train = options.train_images < 0 ? train.count() : std::min(options.train_images, train.count());
   const std::int64_t per_epoch = steps_per_epoch(n_train, options.batch);
   if (per_epoch <= 0 || options.epochs <= 0)
-    throw std::invalid_argument("fit: " + std::to_string(n_train) + " training images make no batch of " +
+    throw std::invalid_argument("fit: " + std::to_string(n_train) + " training items make no batch of " +
                                 std::to_string(options.batch) + " (or epochs = " + std::to_string(options.epochs) + ")");
+  if (options.fresh && train.count() / options.epochs < n_train)
+    throw std::invalid_argument("fit: a stream of " + std::to_string(train.count()) + " items holds no " +
+                                std::to_string(options.epochs) + " epochs of " + std::to_string(n_train) + " fresh items");
   const std::int64_t total = per_epoch * options.epochs;
   Rng rng(options.shuffle_seed);
   std::int64_t step = 0;
   FitResult result;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const auto order = shuffled_indices(n_train, rng);
+    std::vector<std::int64_t> order;
+    if (options.fresh) {
+      order.resize(static_cast<std::size_t>(n_train));
+      std::iota(order.begin(), order.end(), static_cast<std::int64_t>(epoch - 1) * n_train);
+    } else {
+      order = shuffled_indices(n_train, rng);
+    }
     const auto t0 = Clock::now();
     for (std::int64_t s = 0; s < per_epoch; ++s, ++step) {
       const auto batch = std::span(order).subspan(static_cast<std::size_t>(s * options.batch),
@@ -71,6 +84,12 @@ template FitResult fit<float>(Trainer<float>&, const ImageSet&, const ImageSet&,
                          const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
 template FitResult fit<double>(Trainer<double>&, const ImageSet&, const ImageSet&, const FitOptions&,
                           const std::function<void(const StepRecord&)>&, const std::function<void(const EpochRecord&)>&);
+template FitResult fit<float, RecallModel<float>>(Trainer<float, RecallModel<float>>&, const RecallSet&, const RecallSet&,
+                                             const FitOptions&, const std::function<void(const StepRecord&)>&,
+                                             const std::function<void(const EpochRecord&)>&);
+template FitResult fit<double, RecallModel<double>>(Trainer<double, RecallModel<double>>&, const RecallSet&, const RecallSet&,
+                                               const FitOptions&, const std::function<void(const StepRecord&)>&,
+                                               const std::function<void(const EpochRecord&)>&);
 template FitResult fit<float, PixelLogistic<float>>(Trainer<float, PixelLogistic<float>>&, const ImageSet&, const ImageSet&,
                                                const FitOptions&, const std::function<void(const StepRecord&)>&,
                                                const std::function<void(const EpochRecord&)>&);

@@ -12,6 +12,7 @@
 #include "attnlab/attention/nystrom_train.hpp"
 #include "attnlab/attention/random_features_train.hpp"
 #include "attnlab/attention/trainable.hpp"
+#include "attnlab/model/identity_mixer.hpp"
 
 namespace attnlab {
 
@@ -49,23 +50,56 @@ double head_multiply_adds(const TrainableAttentionConfig& a, Eigen::Index n, Eig
 
 }  // namespace
 
-ViTForwardFlops vit_forward_flops(const ViTConfig& c) {
-  const std::string& method = c.attention.method;
-  const auto n = static_cast<double>(c.tokens()), D = static_cast<double>(c.D), M = static_cast<double>(c.mlp);
-  const auto L = static_cast<double>(c.layers), P = static_cast<double>(c.patch_values());
-  ViTForwardFlops f;
-  f.embed = 2 * n * P * D;
+BlockFlops blocks_forward_flops(const TrainableAttentionConfig& attention, const BlockShape& b, Eigen::Index tokens) {
+  const std::string& method = attention.method;
+  const auto n = static_cast<double>(tokens), D = static_cast<double>(b.D), M = static_cast<double>(b.mlp);
+  const auto L = static_cast<double>(b.layers);
+  BlockFlops f;
   // Q and K are D x H d_k, V and the output D x D; with the default key width H d_k = D.
-  const auto Dk = static_cast<double>(c.heads * c.key_head_width());
+  const auto Dk = static_cast<double>(b.heads * b.key_width);
   f.projections = L * (2 * (2 * n * D * Dk) + 2 * (2 * n * D * D));
   if (method == "exact" || method == "symmetric")
     f.attention = L * (2 * n * n * Dk + 2 * n * n * D);  // per head q k^T (n x n x d_k), then P v (n x n x d_v)
+  else if (method == kNoAttentionBaseline)
+    f.attention = 0;  // the identity: out = v
   else
-    f.attention = L * static_cast<double>(c.heads) * 2 *
-                  head_multiply_adds(c.attention, c.tokens(), c.key_head_width(), c.head_width());
+    f.attention = L * static_cast<double>(b.heads) * 2 * head_multiply_adds(attention, tokens, b.key_width, b.D / b.heads);
   f.mlp = L * 2 * (2 * n * D * M);
+  return f;
+}
+
+ViTForwardFlops vit_forward_flops(const ViTConfig& c) {
+  const auto n = static_cast<double>(c.tokens()), D = static_cast<double>(c.D), P = static_cast<double>(c.patch_values());
+  const BlockFlops b = blocks_forward_flops(c.attention, c.blocks(), c.tokens());
+  ViTForwardFlops f;
+  f.embed = 2 * n * P * D;
+  f.projections = b.projections;
+  f.attention = b.attention;
+  f.mlp = b.mlp;
   f.head = 2 * D * static_cast<double>(c.classes);
   return f;
+}
+
+RecallForwardFlops recall_forward_flops(const RecallConfig& c) {
+  RecallForwardFlops f;
+  f.blocks = blocks_forward_flops(c.attention, c.blocks(), c.tokens());
+  f.head = 2 * static_cast<double>(c.task.pairs) * static_cast<double>(c.D) * static_cast<double>(c.task.values);
+  return f;
+}
+
+double recall_training_flops(const RecallConfig& config, Eigen::Index batch) {
+  if (batch < 0) throw std::invalid_argument("recall_training_flops: batch = " + std::to_string(batch) + " is negative");
+  return 3 * recall_forward_flops(config).total() * static_cast<double>(batch);
+}
+
+double recall_run_flops(const RecallConfig& config, std::int64_t steps, Eigen::Index batch, std::int64_t test_sequences,
+                        int evaluations) {
+  require_nonnegative("steps", steps);
+  require_nonnegative("test_sequences", test_sequences);
+  require_nonnegative("evaluations", evaluations);
+  const double forward = recall_forward_flops(config).total();
+  return forward * (3 * static_cast<double>(steps) * static_cast<double>(batch) +
+                    static_cast<double>(evaluations) * static_cast<double>(test_sequences));
 }
 
 double vit_training_flops(const ViTConfig& config, Eigen::Index batch) {

@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 
+#include "attnlab/model/recall_model.hpp"
 #include "attnlab/model/vit.hpp"
 
 namespace attnlab {
@@ -30,6 +31,27 @@ struct ViTForwardFlops {
 // make_trainable_attention resolves them (features 256, landmarks min(64, n) and 6 pseudoinverse
 // iterations, projected length ceil(n / 8)). std::invalid_argument naming an unknown method.
 ViTForwardFlops vit_forward_flops(const ViTConfig& config);
+
+// The blocks' part of a forward pass over one sequence of n tokens (vit_forward_flops' projections, attention and
+// mlp): the attention's as for the ViT, none for the identity of the recall task's baseline without attention.
+struct BlockFlops {
+  double projections = 0, attention = 0, mlp = 0;
+};
+BlockFlops blocks_forward_flops(const TrainableAttentionConfig& attention, const BlockShape& shape, Eigen::Index n);
+
+// Counted FLOPs of one recall sequence's forward pass (recall_spec.md): the blocks over its 2N tokens and the head
+// at its N queries, 2 N D V (the embedding is a table lookup: no product).
+struct RecallForwardFlops {
+  BlockFlops blocks;
+  double head = 0;
+  double total() const { return blocks.projections + blocks.attention + blocks.mlp + head; }
+};
+RecallForwardFlops recall_forward_flops(const RecallConfig& config);
+// A training step on `batch` sequences (3 times the forward, as vit_training_flops), and a whole run: `steps`
+// steps of `batch` and `evaluations` forward passes over `test_sequences`.
+double recall_training_flops(const RecallConfig& config, Eigen::Index batch);
+double recall_run_flops(const RecallConfig& config, std::int64_t steps, Eigen::Index batch, std::int64_t test_sequences,
+                        int evaluations);
 
 // Counted FLOPs of one training step on `batch` images: 3 times the forward count (the backward pass
 // computes two products per forward product, one for the input's gradient and one for the weights'),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnlab/core/matrix.hpp"
+#include "attnlab/model/image_set.hpp"
 #include "attnlab/model/tensor_ref.hpp"
 
 namespace attnlab {
@@ -37,6 +38,7 @@ class PixelLogistic {
   using Scalar = T;
   using Activations = PixelLogisticActivations<T>;
   using Grads = PixelLogisticGrads<T>;
+  using Data = ImageSet;  // what it trains on (trainer.hpp)
 
   // W (side^2, classes) ~ N(0, 0.02^2) drawn from Rng(seed) column by column, b = 0: vit_spec.md's rule for
   // weight matrices and biases. Throws std::invalid_argument for side < 1 or classes outside 1..256.
@@ -57,6 +59,10 @@ class PixelLogistic {
 
   // act.pixels from images `images` of `pixels` (side x side uint8 each, row-major, one after another).
   void set_inputs(Activations& act, std::span<const std::uint8_t> pixels, int side, std::span<const std::int64_t> images) const;
+  // The same from a data set (the trainer's call).
+  void set_inputs(Activations& act, const ImageSet& data, std::span<const std::int64_t> images) const {
+    set_inputs(act, data.pixels, data.side, images);
+  }
 
   // Logits = pixels W + b into act.logits; with grads, ADDS the gradient of scale * sum_b CE(logits_b,
   // labels_b) into *grads. Returns scale * sum_b CE (0 when labels is empty).

@@ -1,10 +1,13 @@
 // A checkpoint's attention weights read head by head (qk_checkpoint.hpp).
 #include "attnlab/model/qk_checkpoint.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdexcept>
 #include <vector>
 
+#include "attnlab/io/printable.hpp"
 #include "attnlab/io/safetensors_checkpoint.hpp"
 #include "attnlab/model/checkpoint_export.hpp"
 
@@ -142,10 +145,23 @@ class AttnlabQk : public QkCheckpoint {
 
 std::unique_ptr<QkCheckpoint> QkCheckpoint::open(const std::filesystem::path& path, const QkLayoutOptions& options) {
   std::error_code ec;
-  if (options.layout == "attnlab" && std::filesystem::exists(path / "manifest.json", ec)) {
+  if ((options.layout == "attnlab" || options.layout == "auto") && std::filesystem::exists(path / "manifest.json", ec)) {
     if (options.prefix || options.heads > 0 || options.kv_heads > 0)
       throw QkLayoutError("an attnlab checkpoint directory names its own tensors and heads: --prefix, --heads and --kv-heads do not apply");
     return std::make_unique<AttnlabQk>(path);
+  }
+  // A run's checkpoints directory (checkpoints/<method>/) holds one checkpoint per seed: name them, rather than
+  // speak of *.safetensors files the user never meant.
+  if (options.layout == "attnlab" && std::filesystem::is_directory(path, ec) && !std::filesystem::exists(path / "model.safetensors", ec)) {
+    std::vector<std::string> runs;
+    for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+      if (std::filesystem::exists(it->path() / "manifest.json", ec)) runs.push_back(it->path().filename().string());
+    std::sort(runs.begin(), runs.end());
+    if (!runs.empty())
+      throw QkLayoutError(fmt::format("{}: not an attnlab checkpoint (no manifest.json), but {} of its directories are ({}): give one, "
+                                      "e.g. {}",
+                                      escaped(path.string(), true), runs.size(), escaped(fmt::format("{}", fmt::join(runs, ", ")), true),
+                                      escaped((path / runs.front()).string(), true)));
   }
   return std::make_unique<SafetensorsQk>(SafetensorsCheckpoint::open(path), options);
 }

@@ -27,7 +27,7 @@ struct HeadWeights {
 
 class QkCheckpoint {
  public:
-  // Opens `path` under options.layout: with "attnlab", a directory holding manifest.json is an attnlab
+  // Opens `path` under options.layout: with "attnlab" or "auto", a directory holding manifest.json is an attnlab
   // checkpoint (loaded whole, float32); everything else is a safetensors checkpoint
   // (SafetensorsCheckpoint::open) resolved by plan_qk_layout. Throws QkLayoutError, SafetensorsError or
   // CheckpointError, each one line naming the file.

@@ -78,23 +78,32 @@ std::vector<std::string> prefixes_of(const SafetensorsCheckpoint& c, const std::
   return out;
 }
 
-// The layers present: every l with prefix + pattern(l) in the checkpoint, which must be 0 .. L-1.
+// The layers present: every l with prefix + pattern(l) in the checkpoint, which must be 0 .. L-1. A name that
+// has the pattern's form with something else where {l} stands, a number with a sign or a leading zero ("01",
+// "-1") or of more than nine digits, is refused: skipped, it would hide a layer or make a gap look complete.
 Eigen::Index count_layers(const SafetensorsCheckpoint& c, const std::string& full_pattern) {
-  std::string re;
+  std::string strict, loose;
   for (std::size_t i = 0; i < full_pattern.size();) {
     if (full_pattern.compare(i, 3, "{l}") == 0) {
-      re += "(0|[1-9][0-9]{0,8})";
+      strict += "(0|[1-9][0-9]{0,8})";
+      loose += "([+-]?[0-9]+)";
       i += 3;
     } else {
-      if (std::string("\\^$.|?*+()[]{}").find(full_pattern[i]) != std::string::npos) re += '\\';
-      re += full_pattern[i++];
+      const std::string ch(1, full_pattern[i++]);
+      const std::string literal = std::string("\\^$.|?*+()[]{}").find(ch) != std::string::npos ? "\\" + ch : ch;
+      strict += literal;
+      loose += literal;
     }
   }
-  const std::regex pattern(re);
+  const std::regex pattern(strict), near(loose);
   std::set<std::int64_t> found;
   for (const auto& n : c.names()) {
     std::smatch m;
     if (std::regex_match(n, m, pattern)) found.insert(std::stoll(m[1].str()));
+    else if (std::regex_match(n, m, near))
+      layout_refuse(c.path(), fmt::format("tensor {}: layer index {} is not a layer number (0, 1, 2, ... in decimal, without a "
+                                          "sign or leading zeros, below 10^9)",
+                                          layout_quoted(n), layout_quoted(m[1].str())));
   }
   if (found.empty()) return 0;
   const std::int64_t last = *found.rbegin();
@@ -137,7 +146,31 @@ std::vector<std::string> qk_layout_names() {
   std::vector<std::string> out;
   for (const auto& s : kLayouts) out.push_back(s.name);
   out.push_back("custom");
+  out.push_back("auto");
   return out;
+}
+
+std::string detect_qk_layout(const SafetensorsCheckpoint& c) {
+  // Every named layout whose layer-0 query weight the checkpoint has, under any prefix. BERT's and RoBERTa's names
+  // are the same (so are their conventions): the prefix tells them apart where it can ("roberta."), else bert.
+  std::vector<const LayoutSpec*> found;
+  bool roberta_prefix = false;
+  for (const auto& spec : kLayouts) {
+    const auto prefixes = prefixes_of(c, at_layer(spec.q, 0));
+    if (prefixes.empty()) continue;
+    if (std::string(spec.name) == "roberta") {
+      roberta_prefix = std::any_of(prefixes.begin(), prefixes.end(), [](const std::string& p) { return p.find("roberta") != std::string::npos; });
+      continue;
+    }
+    found.push_back(&spec);
+  }
+  if (found.size() == 1) return std::string(found.front()->name) == "bert" && roberta_prefix ? "roberta" : found.front()->name;
+  if (found.empty())
+    layout_refuse(c.path(), fmt::format("layout auto: no layer-0 query weight of any layout ({}) is there; it has {}: give --layout "
+                                        "custom with --q-pattern and --k-pattern", fmt::join(qk_layout_names(), ", "), some_names(c)));
+  std::vector<std::string> names;
+  for (const auto* spec : found) names.push_back(spec->name);
+  layout_refuse(c.path(), fmt::format("layout auto: the names fit {} layouts ({}); choose one with --layout", found.size(), fmt::join(names, ", ")));
 }
 
 std::optional<QkConfig> read_qk_config(const fs::path& dir) {
@@ -154,8 +187,70 @@ std::optional<QkConfig> read_qk_config(const fs::path& dir) {
   return c;
 }
 
-QkLayoutPlan plan_qk_layout(const SafetensorsCheckpoint& c, const QkLayoutOptions& o) {
+void plan_qk_widths(QkLayoutPlan& p, const QkLayoutOptions& o, const QkWidthSource& source) {
+  const auto refuse = [&](const std::string& problem) {
+    if (source.file) layout_refuse(*source.file, problem);
+    throw QkLayoutError(problem);
+  };
+  // Widths from the shapes: (rows, cols) of the query and key weights as stored.
+  const auto qs = source.shape(p.q[0]), ks = source.shape(p.k[0]);
+  if (qs.size() != 2 || ks.size() != 2)
+    refuse(fmt::format("{} has shape {} and {} shape {}; weights are 2-D", layout_quoted(p.q[0]), layout_shape_text(qs), layout_quoted(p.k[0]), layout_shape_text(ks)));
+  const bool rows_out = p.storage == QkStorage::out_in;
+  const std::uint64_t d = rows_out ? qs[1] : qs[0], q_out = rows_out ? qs[0] : qs[1], k_out = rows_out ? ks[0] : ks[1];
+  std::uint64_t q_width = q_out, k_width = k_out;
+  if (p.storage == QkStorage::fused_qkv_in_out) {
+    if (q_out % 3 != 0) refuse(fmt::format("{} has {} output columns, not Q | K | V of equal width", layout_quoted(p.q[0]), q_out));
+    q_width = k_width = q_out / 3;
+  }
+  if ((rows_out ? ks[1] : ks[0]) != d)
+    refuse(fmt::format("{} has shape {} but {} has {}: the input widths differ", layout_quoted(p.k[0]), layout_shape_text(ks), layout_quoted(p.q[0]), layout_shape_text(qs)));
+  if (d == 0 || q_width == 0 || k_width == 0) refuse(fmt::format("{} has shape {}: an empty weight", layout_quoted(p.q[0]), layout_shape_text(qs)));
+  for (const auto& [bias, width] : {std::pair{&p.q_bias, q_out}, std::pair{&p.k_bias, k_out}})
+    if (!bias->front().empty() && source.shape(bias->front()) != std::vector<std::uint64_t>{width})
+      refuse(fmt::format("{} has shape {}, its weight needs [{}]", layout_quoted(bias->front()), layout_shape_text(source.shape(bias->front())), width));
+  p.d = static_cast<Eigen::Index>(d);
+
+  // Heads: the flag, else config.json, else the checkpoint's own metadata.
+  const auto config = source.config();
+  const fs::path config_file = config ? config->path : source.config_file;
+  const auto refuse_config = [&](const std::string& problem) { layout_refuse(config_file, problem); };
+  if (o.heads > 0) {
+    if (config && config->heads != 0 && config->heads != o.heads)
+      throw QkLayoutError(fmt::format("--heads {} but {} says {} heads", o.heads, escaped(config_file.string(), true), config->heads));
+    p.heads = o.heads, p.heads_from = "--heads";
+  } else if (config && config->heads != 0) {
+    p.heads = config->heads, p.heads_from = "config.json";
+  } else if (const auto it = source.metadata.find("H"); it != source.metadata.end()) {
+    if (it->second.empty() || it->second.size() > 9 || it->second.find_first_not_of("0123456789") != std::string::npos || std::stol(it->second) < 1)
+      refuse("__metadata__ \"H\" is not a positive integer");
+    p.heads = std::stol(it->second), p.heads_from = "__metadata__";
+  } else {
+    refuse("no config.json beside it naming num_attention_heads (or n_head): give --heads");
+  }
+  if (config && config->hidden != 0 && static_cast<std::uint64_t>(config->hidden) != d)
+    refuse_config(fmt::format("hidden size {}, but {} takes inputs of width {}", config->hidden, layout_quoted(p.q[0]), d));
+  if (q_width % static_cast<std::uint64_t>(p.heads) != 0)
+    refuse(fmt::format("{}'s {} query outputs do not split into {} heads ({})", layout_quoted(p.q[0]), q_width, p.heads, p.heads_from));
+  p.d_k = static_cast<Eigen::Index>(q_width) / p.heads;
+  if (config && config->head_dim != 0 && config->head_dim != p.d_k)
+    refuse_config(fmt::format("head_dim {}, but {} query outputs over {} heads give {}", config->head_dim, q_width, p.heads, p.d_k));
+  if (k_width % static_cast<std::uint64_t>(p.d_k) != 0 || p.heads % static_cast<Eigen::Index>(k_width / static_cast<std::uint64_t>(p.d_k)) != 0)
+    refuse(fmt::format("{}'s {} key outputs are not key heads of width {} shared by {} query heads", layout_quoted(p.k[0]), k_width, p.d_k, p.heads));
+  p.kv_heads = static_cast<Eigen::Index>(k_width) / p.d_k;
+  const Eigen::Index kv_said = o.kv_heads > 0 ? o.kv_heads : config ? config->kv_heads : 0;
+  if (kv_said != 0 && kv_said != p.kv_heads) {
+    const std::string problem = fmt::format("{} key heads said ({}), but {} holds {} of width {}", kv_said,
+                                            o.kv_heads > 0 ? "--kv-heads" : "num_key_value_heads", layout_quoted(p.k[0]), p.kv_heads, p.d_k);
+    if (o.kv_heads > 0) refuse(problem);
+    refuse_config(problem);
+  }
+}
+
+QkLayoutPlan plan_qk_layout(const SafetensorsCheckpoint& c, const QkLayoutOptions& given) {
   const fs::path& file = c.path();
+  QkLayoutOptions o = given;
+  if (o.layout == "auto") o.layout = detect_qk_layout(c);
   QkLayoutPlan p;
   p.layout = o.layout;
   std::string q, k, qb, kb;
@@ -214,56 +309,8 @@ QkLayoutPlan plan_qk_layout(const SafetensorsCheckpoint& c, const QkLayoutOption
   }
   p.dtypes.assign(dtypes.begin(), dtypes.end());
 
-  // Widths from the shapes: (rows, cols) of the query and key weights as stored.
-  const auto qs = tensor_shape(c, p.q[0]), ks = tensor_shape(c, p.k[0]);
-  if (qs.size() != 2 || ks.size() != 2)
-    layout_refuse(file, fmt::format("{} has shape {} and {} shape {}; weights are 2-D", layout_quoted(p.q[0]), layout_shape_text(qs), layout_quoted(p.k[0]), layout_shape_text(ks)));
-  const bool rows_out = p.storage == QkStorage::out_in;
-  const std::uint64_t d = rows_out ? qs[1] : qs[0], q_out = rows_out ? qs[0] : qs[1], k_out = rows_out ? ks[0] : ks[1];
-  std::uint64_t q_width = q_out, k_width = k_out;
-  if (p.storage == QkStorage::fused_qkv_in_out) {
-    if (q_out % 3 != 0) layout_refuse(file, fmt::format("{} has {} output columns, not Q | K | V of equal width", layout_quoted(p.q[0]), q_out));
-    q_width = k_width = q_out / 3;
-  }
-  if ((rows_out ? ks[1] : ks[0]) != d)
-    layout_refuse(file, fmt::format("{} has shape {} but {} has {}: the input widths differ", layout_quoted(p.k[0]), layout_shape_text(ks), layout_quoted(p.q[0]), layout_shape_text(qs)));
-  if (d == 0 || q_width == 0 || k_width == 0) layout_refuse(file, fmt::format("{} has shape {}: an empty weight", layout_quoted(p.q[0]), layout_shape_text(qs)));
-  for (const auto& [bias, width] : {std::pair{&p.q_bias, q_out}, std::pair{&p.k_bias, k_out}})
-    if (!bias->front().empty() && tensor_shape(c, bias->front()) != std::vector<std::uint64_t>{width})
-      layout_refuse(file, fmt::format("{} has shape {}, its weight needs [{}]", layout_quoted(bias->front()), layout_shape_text(tensor_shape(c, bias->front())), width));
-  p.d = static_cast<Eigen::Index>(d);
-
-  // Heads: the flag, else config.json, else the checkpoint's own metadata.
-  const auto config = read_qk_config(c.directory());
-  const fs::path config_file = config ? config->path : c.directory() / "config.json";
-  if (o.heads > 0) {
-    if (config && config->heads != 0 && config->heads != o.heads)
-      throw QkLayoutError(fmt::format("--heads {} but {} says {} heads", o.heads, escaped(config_file.string(), true), config->heads));
-    p.heads = o.heads, p.heads_from = "--heads";
-  } else if (config && config->heads != 0) {
-    p.heads = config->heads, p.heads_from = "config.json";
-  } else if (const auto it = c.metadata().find("H"); it != c.metadata().end()) {
-    if (it->second.empty() || it->second.size() > 9 || it->second.find_first_not_of("0123456789") != std::string::npos || std::stol(it->second) < 1)
-      layout_refuse(file, "__metadata__ \"H\" is not a positive integer");
-    p.heads = std::stol(it->second), p.heads_from = "__metadata__";
-  } else {
-    throw QkLayoutError(fmt::format("{}: no config.json beside it naming num_attention_heads (or n_head): give --heads", escaped(file.string(), true)));
-  }
-  if (config && config->hidden != 0 && static_cast<std::uint64_t>(config->hidden) != d)
-    layout_refuse(config_file, fmt::format("hidden size {}, but {} takes inputs of width {}", config->hidden, layout_quoted(p.q[0]), d));
-  if (q_width % static_cast<std::uint64_t>(p.heads) != 0)
-    layout_refuse(file, fmt::format("{}'s {} query outputs do not split into {} heads ({})", layout_quoted(p.q[0]), q_width, p.heads, p.heads_from));
-  p.d_k = static_cast<Eigen::Index>(q_width) / p.heads;
-  if (config && config->head_dim != 0 && config->head_dim != p.d_k)
-    layout_refuse(config_file, fmt::format("head_dim {}, but {} query outputs over {} heads give {}", config->head_dim, q_width, p.heads, p.d_k));
-  if (k_width % static_cast<std::uint64_t>(p.d_k) != 0 || p.heads % static_cast<Eigen::Index>(k_width / static_cast<std::uint64_t>(p.d_k)) != 0)
-    layout_refuse(file, fmt::format("{}'s {} key outputs are not key heads of width {} shared by {} query heads", layout_quoted(p.k[0]), k_width, p.d_k, p.heads));
-  p.kv_heads = static_cast<Eigen::Index>(k_width) / p.d_k;
-  const Eigen::Index kv_said = o.kv_heads > 0 ? o.kv_heads : config ? config->kv_heads : 0;
-  if (kv_said != 0 && kv_said != p.kv_heads)
-    layout_refuse(o.kv_heads > 0 ? file : config_file,
-           fmt::format("{} key heads said ({}), but {} holds {} of width {}", kv_said, o.kv_heads > 0 ? "--kv-heads" : "num_key_value_heads",
-                       layout_quoted(p.k[0]), p.kv_heads, p.d_k));
+  plan_qk_widths(p, o, {[&c](const std::string& name) { return tensor_shape(c, name); },
+                        [&c] { return read_qk_config(c.directory()); }, c.directory() / "config.json", c.metadata(), file});
   return p;
 }
 

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -35,8 +36,14 @@ enum class QkStorage {
 };
 std::string describe(QkStorage storage);
 
-// The layouts by name, in the order --help lists them: bert, roberta, vit, gpt2, llama, attnlab, custom.
+// The layouts by name, in the order --help lists them: bert, roberta, vit, gpt2, llama, attnlab, custom, and auto
+// (the named layout whose names the checkpoint has: detect_qk_layout).
 std::vector<std::string> qk_layout_names();
+
+// The one named layout (not custom) whose layer-0 query weight the checkpoint has under some prefix: bert and
+// roberta name theirs alike and are told apart by a prefix holding "roberta". QkLayoutError naming what the
+// checkpoint has when no layout fits, or the layouts that fit when several do.
+std::string detect_qk_layout(const SafetensorsCheckpoint& checkpoint);
 
 struct QkLayoutOptions {
   std::string layout;            // one of qk_layout_names()
@@ -64,7 +71,7 @@ struct QkLayoutPlan {
   Eigen::Index kv_head(Eigen::Index h) const { return h / (heads / kv_heads); }
 };
 
-// Resolves `options` on `checkpoint`: the prefix (unless given) from the names that end in the layout's
+// Resolves `options` on `checkpoint` (layout auto: detect_qk_layout's): the prefix (unless given) from the names that end in the layout's
 // layer-0 query name, the layer count from the names present (0 .. L-1, none missing), the head count from
 // options.heads, else config.json beside the weights (num_attention_heads or n_head; hidden_size or n_embd
 // checked against the weights; num_key_value_heads; head_dim), else the checkpoint's "__metadata__" "H"
@@ -78,6 +85,23 @@ struct QkConfig {
   std::filesystem::path path;
   Eigen::Index heads = 0, hidden = 0, kv_heads = 0, head_dim = 0;
 };
+
+// What plan_qk_widths reads: a tensor's shape by name, the config.json beside the weights (read when needed;
+// nullopt where there is none) and where it would be, the checkpoint's "__metadata__", and the file a refusal
+// names ("<file>: <problem>"; none for arrays in memory, whose refusals are the problem alone).
+struct QkWidthSource {
+  std::function<std::vector<std::uint64_t>(const std::string& name)> shape;
+  std::function<std::optional<QkConfig>()> config;
+  std::filesystem::path config_file;
+  std::map<std::string, std::string> metadata;
+  std::optional<std::filesystem::path> file;
+};
+
+// The widths from layer 0's weights into `p`, whose storage and names (q, k, q_bias, k_bias) are set: d, the
+// heads (options.heads, else config.json, else the metadata's "H"), d_k and the key heads, each checked against
+// the weights' shapes, config.json and options.kv_heads. plan_qk_layout's last step, and QkArrays' (qk_arrays.hpp).
+// Throws QkLayoutError.
+void plan_qk_widths(QkLayoutPlan& p, const QkLayoutOptions& options, const QkWidthSource& source);
 // config.json in `dir`, or nullopt when there is none. Throws QkLayoutError for one that is not a JSON
 // object, or whose widths are not positive integers (or disagree: num_attention_heads against n_head).
 std::optional<QkConfig> read_qk_config(const std::filesystem::path& dir);

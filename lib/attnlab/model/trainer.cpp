@@ -1,6 +1,8 @@
 // The data-parallel training step and the evaluation loop.
 #include "attnlab/model/trainer.hpp"
 
+#include "attnlab/model/recall_model.hpp"
+
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -44,23 +46,7 @@ void parallel_chunks(Eigen::Index chunks, const Body& body) {
   if (error) std::rethrow_exception(error);
 }
 
-std::uint8_t checked_label(const ImageSet& data, std::int64_t i) {
-  if (i < 0 || i >= data.count())
-    throw std::out_of_range("image index " + std::to_string(i) + " outside 0.." + std::to_string(data.count() - 1));
-  return data.labels[static_cast<std::size_t>(i)];
-}
-
 }  // namespace
-
-std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng) {
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
-  std::iota(idx.begin(), idx.end(), std::int64_t{0});
-  for (std::int64_t i = count - 1; i > 0; --i) {
-    const auto j = static_cast<std::int64_t>(rng.uniform() * static_cast<double>(i + 1));
-    std::swap(idx[static_cast<std::size_t>(i)], idx[static_cast<std::size_t>(j)]);
-  }
-  return idx;
-}
 
 template <typename T, typename Model>
 Trainer<T, Model>::Trainer(Model& model, const AdamOptions& adam) : model_(model), adam_(model.parameter_tensors(), adam) {}
@@ -69,7 +55,7 @@ template <typename T, typename Model>
 Trainer<T, Model>::Trainer(Model& model, Adam<T> state) : model_(model), adam_(std::move(state)) {}
 
 template <typename T, typename Model>
-double Trainer<T, Model>::step(const ImageSet& data, std::span<const std::int64_t> batch, double lr) {
+double Trainer<T, Model>::step(const typename Model::Data& data, std::span<const std::int64_t> batch, double lr) {
   const auto B = static_cast<Eigen::Index>(batch.size());
   if (B == 0) throw std::invalid_argument("Trainer::step: empty batch");
   const Eigen::Index chunks = (B + kChunkImages - 1) / kChunkImages;
@@ -83,16 +69,24 @@ double Trainer<T, Model>::step(const ImageSet& data, std::span<const std::int64_
   grad_refs_.clear();
   for (auto& g : grads_) grad_refs_.push_back(model_.gradient_tensors(g));
 
+  // The labels first, chunk by chunk: the batch's mean is over its labelled rows (an image has one, a recall
+  // sequence one per query), so every row's loss is scaled by 1 / their count.
+  std::size_t rows = 0;
+  for (Eigen::Index c = 0; c < chunks; ++c) {
+    auto& labels = labels_[static_cast<std::size_t>(c)];
+    labels.clear();
+    const Eigen::Index first = c * kChunkImages, size = std::min(kChunkImages, B - first);
+    for (Eigen::Index i = first; i < first + size; ++i) data.append_labels(batch[static_cast<std::size_t>(i)], labels);
+    rows += labels.size();
+  }
   const EigenSingleThreaded single;
-  const double scale = 1.0 / static_cast<double>(B);  // each chunk adds its share of the batch mean
+  const double scale = 1.0 / static_cast<double>(rows);  // each chunk adds its share of the batch mean
   parallel_chunks(chunks, [&](Eigen::Index c) {
     const auto cu = static_cast<std::size_t>(c);
     const Eigen::Index first = c * kChunkImages, size = std::min(kChunkImages, B - first);
-    const auto images = batch.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
+    const auto items = batch.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
     for (auto& t : grad_refs_[cu]) Eigen::Map<Vec<T>>(t.data, t.size()).setZero();
-    labels_[cu].resize(images.size());
-    for (std::size_t i = 0; i < images.size(); ++i) labels_[cu][i] = checked_label(data, images[i]);
-    model_.set_inputs(act_[cu], data.pixels, data.side, images);
+    model_.set_inputs(act_[cu], data, items);
     losses_[cu] = model_.forward_backward(act_[cu], labels_[cu], scale, &grads_[cu]);
   });
   // The fixed reduction: chunk 0 += chunk 1, += chunk 2, ... in index order, tensor by tensor.
@@ -143,61 +137,72 @@ std::pair<double, std::int64_t> finite_rows_loss(const Eigen::MatrixBase<Derived
 }  // namespace
 
 template <typename Model>
-Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count) {
+Evaluation evaluate(const Model& model, const typename Model::Data& data, std::int64_t count) {
   const std::int64_t N = count < 0 ? data.count() : std::min(count, data.count());
   Evaluation e;
-  e.count = N;
   if (N == 0) return e;
   const Eigen::Index chunks = (N + kChunkImages - 1) / kChunkImages;
   std::vector<double> losses(static_cast<std::size_t>(chunks));
-  std::vector<std::int64_t> correct(static_cast<std::size_t>(chunks)), nonfinite(static_cast<std::size_t>(chunks));
+  std::vector<std::int64_t> correct(static_cast<std::size_t>(chunks)), nonfinite(static_cast<std::size_t>(chunks)),
+      rows(static_cast<std::size_t>(chunks));
   std::vector<typename Model::Activations> act(static_cast<std::size_t>(omp_get_max_threads()));
   const EigenSingleThreaded single;
   parallel_chunks(chunks, [&](Eigen::Index c) {
     auto& a = act[static_cast<std::size_t>(omp_get_thread_num())];
     const Eigen::Index first = c * kChunkImages, size = std::min<Eigen::Index>(kChunkImages, N - first);
-    std::vector<std::int64_t> images(static_cast<std::size_t>(size));
-    std::iota(images.begin(), images.end(), first);
-    std::vector<std::uint8_t> labels(images.size());
-    for (std::size_t i = 0; i < images.size(); ++i) labels[i] = checked_label(data, images[i]);
-    model.set_inputs(a, data.pixels, data.side, images);
+    std::vector<std::int64_t> items(static_cast<std::size_t>(size));
+    std::iota(items.begin(), items.end(), first);
+    std::vector<std::uint8_t> labels;
+    for (std::int64_t i : items) data.append_labels(i, labels);
+    model.set_inputs(a, data, items);
     const auto cu = static_cast<std::size_t>(c);
     losses[cu] = model.forward_backward(a, labels, 1.0, nullptr);
     // The model's own loss where every logit is finite (the usual case, its bits unchanged); else the
     // finite rows' loss, and the others counted.
     if (!a.logits.allFinite()) std::tie(losses[cu], nonfinite[cu]) = finite_rows_loss(a.logits, labels);
     std::int64_t right = 0;
-    for (Eigen::Index i = 0; i < size; ++i) {
+    for (Eigen::Index i = 0; i < a.logits.rows(); ++i) {
       if (!a.logits.row(i).allFinite()) continue;
       Eigen::Index arg = 0;
       a.logits.row(i).maxCoeff(&arg);
       right += arg == labels[static_cast<std::size_t>(i)] ? 1 : 0;
     }
     correct[cu] = right;
+    rows[cu] = static_cast<std::int64_t>(labels.size());
   });
   double loss = 0.0;
   for (std::size_t c = 0; c < losses.size(); ++c) {
     loss += losses[c];
     e.correct += correct[c];
     e.nonfinite += nonfinite[c];
+    e.count += rows[c];
   }
-  e.loss = e.nonfinite < N ? loss / static_cast<double>(N - e.nonfinite) : std::numeric_limits<double>::quiet_NaN();
+  e.loss = e.nonfinite < e.count ? loss / static_cast<double>(e.count - e.nonfinite) : std::numeric_limits<double>::quiet_NaN();
   return e;
 }
 
 template <typename Model>
-Mat<typename Model::Scalar> predict_logits(const Model& model, const ImageSet& data, std::span<const std::int64_t> images) {
-  const auto N = static_cast<Eigen::Index>(images.size());
-  Mat<typename Model::Scalar> out;
+Mat<typename Model::Scalar> predict_logits(const Model& model, const typename Model::Data& data,
+                                           std::span<const std::int64_t> items) {
+  const auto N = static_cast<Eigen::Index>(items.size());
   typename Model::Activations a;
+  std::vector<Mat<typename Model::Scalar>> chunks;
+  std::vector<std::uint8_t> labels;  // only for append_labels' check of each index
+  Eigen::Index rows = 0;
   for (Eigen::Index first = 0; first < N; first += kChunkImages) {
     const Eigen::Index size = std::min(kChunkImages, N - first);
-    const auto chunk = images.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
-    for (std::int64_t i : chunk) checked_label(data, i);
-    model.set_inputs(a, data.pixels, data.side, chunk);
+    const auto chunk = items.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(size));
+    for (std::int64_t i : chunk) data.append_labels(i, labels);
+    model.set_inputs(a, data, chunk);
     model.forward_backward(a, {}, 1.0, nullptr);
-    if (first == 0) out.resize(N, a.logits.cols());
-    out.middleRows(first, size) = a.logits;
+    chunks.push_back(a.logits);
+    rows += a.logits.rows();
+  }
+  Mat<typename Model::Scalar> out(rows, chunks.empty() ? 0 : chunks.front().cols());
+  Eigen::Index at = 0;
+  for (const auto& c : chunks) {
+    out.middleRows(at, c.rows()) = c;
+    at += c.rows();
   }
   return out;
 }
@@ -205,12 +210,14 @@ Mat<typename Model::Scalar> predict_logits(const Model& model, const ImageSet& d
 // The models trained here, in float (the experiments) and double (the checks and the score probe).
 #define ATTNLAB_TRAINED_MODEL(T, M)                                                                     \
   template class Trainer<T, M>;                                                                       \
-  template Evaluation evaluate<M>(const M&, const ImageSet&, std::int64_t);                           \
-  template Mat<T> predict_logits<M>(const M&, const ImageSet&, std::span<const std::int64_t>);
+  template Evaluation evaluate<M>(const M&, const M::Data&, std::int64_t);                            \
+  template Mat<T> predict_logits<M>(const M&, const M::Data&, std::span<const std::int64_t>);
 ATTNLAB_TRAINED_MODEL(float, ViT<float>)
 ATTNLAB_TRAINED_MODEL(double, ViT<double>)
 ATTNLAB_TRAINED_MODEL(float, PixelLogistic<float>)
 ATTNLAB_TRAINED_MODEL(double, PixelLogistic<double>)
+ATTNLAB_TRAINED_MODEL(float, RecallModel<float>)
+ATTNLAB_TRAINED_MODEL(double, RecallModel<double>)
 #undef ATTNLAB_TRAINED_MODEL
 
 }  // namespace attnlab

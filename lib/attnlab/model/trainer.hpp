@@ -1,13 +1,19 @@
-// Deterministic data-parallel training and evaluation of the ViT (and of the linear baseline beside it,
-// model/pixel_logistic.hpp, by the same code): each batch is cut into chunks of a fixed number of images (a
-// constant, not the thread count), each chunk's gradient goes to its own buffer (OpenMP over chunks, Eigen
-// single-threaded inside), and the chunks are summed in index order, so weights, losses and accuracies are
-// bit-identical for any thread count.
+// Deterministic data-parallel training and evaluation of the models trained here (the ViT, the linear baseline
+// beside it, model/pixel_logistic.hpp, and the recall model, model/recall_model.hpp) by the same code: each batch
+// is cut into chunks of a fixed number of items (a constant, not the thread count), each chunk's gradient goes to
+// its own buffer (OpenMP over chunks, Eigen single-threaded inside), and the chunks are summed in index order, so
+// weights, losses and accuracies are bit-identical for any thread count.
 //
-// A model the trainer takes (ViT<T>, PixelLogistic<T>) provides: the types Scalar (T), Activations (with a
-// `logits` matrix) and Grads; parameter_tensors(), gradient_tensors(Grads&) in one order; zero_grads();
-// set_inputs(act, pixels, side, images), which fills its input from images; and forward_backward(act,
-// labels, scale, grads or nullptr), which ADDS scale * the gradient of the summed cross-entropy into grads.
+// A model the trainer takes (ViT<T>, PixelLogistic<T>, RecallModel<T>) provides: the types Scalar (T), Activations
+// (with a `logits` matrix), Grads and Data (the data set it trains on); parameter_tensors(), gradient_tensors(Grads&)
+// in one order; zero_grads(); set_inputs(act, data, items), which fills its input from items of data; and
+// forward_backward(act, labels, scale, grads or nullptr), which ADDS scale * the gradient of the cross-entropy summed
+// over its logits' rows into grads.
+//
+// A data set (ImageSet, model/image_set.hpp; RecallSet, model/recall_task.hpp) provides count() and
+// append_labels(item, out): the item's labels, one per row of logits the model gives it (an image has one, a recall
+// sequence one per query). A batch's loss is the mean cross-entropy over its labelled rows; an evaluation's
+// accuracy is the share of rows whose first maximum is the label.
 #pragma once
 
 #include <cstdint>
@@ -16,25 +22,15 @@
 
 #include "attnlab/core/rng.hpp"
 #include "attnlab/model/adam.hpp"
+#include "attnlab/model/image_set.hpp"
 #include "attnlab/model/pixel_logistic.hpp"
 #include "attnlab/model/vit.hpp"
 
 namespace attnlab {
 
-// Images per chunk: the unit of parallel work and of the fixed reduction order (8: a batch of 16 is one
-// chunk per core; each chunk's GEMMs still have 8 * 196 rows).
+// Items (images, sequences) per chunk: the unit of parallel work and of the fixed reduction order (8: a batch of
+// 16 is one chunk per core; each chunk's GEMMs still have 8 * 196 rows).
 inline constexpr Eigen::Index kChunkImages = 8;
-
-// A set of labelled square uint8 images, row-major, one after another (views: the caller owns the data).
-struct ImageSet {
-  std::span<const std::uint8_t> pixels;  // count * side * side
-  std::span<const std::uint8_t> labels;  // count
-  int side = 28;
-  std::int64_t count() const { return static_cast<std::int64_t>(labels.size()); }
-};
-
-// 0 .. count-1 in a random order: Fisher-Yates with rng (j = floor(uniform() * (i + 1))).
-std::vector<std::int64_t> shuffled_indices(std::int64_t count, Rng& rng);
 
 template <typename T, typename Model = ViT<T>>
 class Trainer {
@@ -44,14 +40,15 @@ class Trainer {
   // changed shape); its tensors must match the model's in number and size (checked at each step).
   Trainer(Model& model, Adam<T> state);
 
-  // One optimiser step on the images data[batch]: the mean cross-entropy's gradient, summed chunk by
-  // chunk in index order, then Adam with learning rate lr. Returns the batch's mean loss (before the step).
+  // One optimiser step on the items data[batch]: the gradient of the mean cross-entropy over their labelled rows,
+  // summed chunk by chunk in index order, then Adam with learning rate lr. Returns the batch's mean loss (before
+  // the step).
   // When that loss or any entry of the gradient is not finite (a method whose forward divides by an
   // estimate that can reach zero, such as random Fourier attention), Adam is NOT applied: the model and
   // the optimiser stay as they were, finite, and last_step_applied() says so. The run has diverged there.
   // Throws std::runtime_error if Adam's update itself makes a weight non-finite (a learning rate near the
   // largest float).
-  double step(const ImageSet& data, std::span<const std::int64_t> batch, double lr);
+  double step(const typename Model::Data& data, std::span<const std::int64_t> batch, double lr);
   bool last_step_applied() const { return last_step_applied_; }
 
   // The last step's gradient (the chunks' sum), in manifest order.
@@ -71,22 +68,24 @@ class Trainer {
   bool last_step_applied_ = true;
 };
 
+// Counted over labelled rows: an image is one row, a recall sequence one per query.
 struct Evaluation {
-  double loss = 0.0;          // mean cross-entropy over the images with finite logits (NaN when there are none)
-  std::int64_t correct = 0;   // argmax (first maximum) equals the label; an image with a non-finite logit is wrong
+  double loss = 0.0;          // mean cross-entropy over the rows with finite logits (NaN when there are none)
+  std::int64_t correct = 0;   // argmax (first maximum) equals the label; a row with a non-finite logit is wrong
   std::int64_t count = 0;
-  std::int64_t nonfinite = 0; // images whose logits hold a NaN or an infinity (counted wrong, left out of loss)
+  std::int64_t nonfinite = 0; // rows whose logits hold a NaN or an infinity (counted wrong, left out of loss)
   double accuracy() const { return count > 0 ? static_cast<double>(correct) / static_cast<double>(count) : 0.0; }
 };
 
-// Mean loss and accuracy over the first `count` images of data (all when count < 0), in chunks of
-// kChunkImages over OpenMP threads, the chunks' losses summed in index order. Images whose logits are not
+// Mean loss and accuracy over the labelled rows of the first `count` items of data (all when count < 0), in chunks
+// of kChunkImages over OpenMP threads, the chunks' losses summed in index order. Rows whose logits are not
 // finite are counted in `nonfinite`, as wrong, and left out of the mean loss.
 template <typename Model>
-Evaluation evaluate(const Model& model, const ImageSet& data, std::int64_t count = -1);
+Evaluation evaluate(const Model& model, const typename Model::Data& data, std::int64_t count = -1);
 
-// The logits (images.size(), classes) of data[images], one chunk after another on this thread.
+// The logits (rows of data[items], classes) of data[items], item after item, one chunk after another on this thread.
 template <typename Model>
-Mat<typename Model::Scalar> predict_logits(const Model& model, const ImageSet& data, std::span<const std::int64_t> images);
+Mat<typename Model::Scalar> predict_logits(const Model& model, const typename Model::Data& data,
+                                           std::span<const std::int64_t> items);
 
 }  // namespace attnlab

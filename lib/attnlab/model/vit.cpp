@@ -18,44 +18,16 @@ namespace {
 
 constexpr double kInitStd = 0.02;
 
-template <typename T>
-TensorRef<T> ref(const std::string& name, Mat<T>& m) {
-  return {name, m.data(), m.rows(), m.cols(), false};
-}
-template <typename T>
-TensorRef<T> ref(const std::string& name, Vec<T>& v) {
-  return {name, v.data(), v.rows(), 1, true};
-}
-
 // The model's own tensors in manifest order; `method(l, out)` appends layer l's method tensors after bo.
 template <typename T, typename MethodTensors>
 std::vector<TensorRef<T>> manifest(ViTParams<T>& p, MethodTensors method) {
-  std::vector<TensorRef<T>> out = {ref("embed.W", p.embed_W), ref("embed.b", p.embed_b), ref("embed.pos", p.embed_pos)};
-  for (std::size_t l = 0; l < p.blocks.size(); ++l) {
-    auto& b = p.blocks[l];
-    const std::string pre = "block" + std::to_string(l) + ".";
-    out.push_back(ref(pre + "ln1.gamma", b.ln1_gamma));
-    out.push_back(ref(pre + "ln1.beta", b.ln1_beta));
-    out.push_back(ref(pre + "attn.Wq", b.attn.Wq));
-    out.push_back(ref(pre + "attn.bq", b.attn.bq));
-    out.push_back(ref(pre + "attn.Wk", b.attn.Wk));
-    out.push_back(ref(pre + "attn.bk", b.attn.bk));
-    out.push_back(ref(pre + "attn.Wv", b.attn.Wv));
-    out.push_back(ref(pre + "attn.bv", b.attn.bv));
-    out.push_back(ref(pre + "attn.Wo", b.attn.Wo));
-    out.push_back(ref(pre + "attn.bo", b.attn.bo));
-    method(l, pre + "attn.method.", out);
-    out.push_back(ref(pre + "ln2.gamma", b.ln2_gamma));
-    out.push_back(ref(pre + "ln2.beta", b.ln2_beta));
-    out.push_back(ref(pre + "mlp.W1", b.mlp.W1));
-    out.push_back(ref(pre + "mlp.b1", b.mlp.b1));
-    out.push_back(ref(pre + "mlp.W2", b.mlp.W2));
-    out.push_back(ref(pre + "mlp.b2", b.mlp.b2));
-  }
-  out.push_back(ref("head.ln.gamma", p.head_ln_gamma));
-  out.push_back(ref("head.ln.beta", p.head_ln_beta));
-  out.push_back(ref("head.W", p.head_W));
-  out.push_back(ref("head.b", p.head_b));
+  std::vector<TensorRef<T>> out = {tensor_ref("embed.W", p.embed_W), tensor_ref("embed.b", p.embed_b),
+                                   tensor_ref("embed.pos", p.embed_pos)};
+  for (std::size_t l = 0; l < p.blocks.size(); ++l) append_block_tensors(out, p.blocks[l], l, method);
+  out.push_back(tensor_ref("head.ln.gamma", p.head_ln_gamma));
+  out.push_back(tensor_ref("head.ln.beta", p.head_ln_beta));
+  out.push_back(tensor_ref("head.W", p.head_W));
+  out.push_back(tensor_ref("head.b", p.head_b));
   return out;
 }
 
@@ -66,18 +38,7 @@ ViTParams<T> shaped_params(const ViTConfig& c) {
   p.embed_W = Mat<T>::Zero(c.patch_values(), D);
   p.embed_b = Vec<T>::Zero(D);
   p.embed_pos = Mat<T>::Zero(c.tokens(), D);
-  p.blocks.resize(static_cast<std::size_t>(c.layers));
-  for (auto& b : p.blocks) {
-    b.ln1_gamma = b.ln1_beta = b.ln2_gamma = b.ln2_beta = Vec<T>::Zero(D);
-    b.attn.Wq = b.attn.Wk = Mat<T>::Zero(D, c.heads * c.key_head_width());
-    b.attn.Wv = b.attn.Wo = Mat<T>::Zero(D, D);
-    b.attn.bq = b.attn.bk = Vec<T>::Zero(c.heads * c.key_head_width());
-    b.attn.bv = b.attn.bo = Vec<T>::Zero(D);
-    b.mlp.W1 = Mat<T>::Zero(D, c.mlp);
-    b.mlp.b1 = Vec<T>::Zero(c.mlp);
-    b.mlp.W2 = Mat<T>::Zero(c.mlp, D);
-    b.mlp.b2 = Vec<T>::Zero(D);
-  }
+  p.blocks = shaped_blocks<T>(c.blocks());
   p.head_ln_gamma = p.head_ln_beta = Vec<T>::Zero(D);
   p.head_W = Mat<T>::Zero(D, c.classes);
   p.head_b = Vec<T>::Zero(c.classes);
@@ -138,16 +99,7 @@ ViT<T>::ViT(const ViTConfig& config, const AttentionFactory& factory) : config_(
   if (const std::string problem = vit_memory_problem(config_, sizeof(T)); !problem.empty())
     throw std::invalid_argument("ViT: " + problem);
   params_ = shaped_params<T>(config_);
-  for (Eigen::Index l = 0; l < config_.layers; ++l) {
-    TrainableAttentionConfig a = config_.attention;
-    a.n = config_.tokens();
-    a.d_k = config_.key_head_width();
-    a.d_v = config_.head_width();
-    a.heads = config_.heads;
-    a.seed = derive_seed(config_.seed, 1000 + static_cast<std::uint64_t>(l));
-    attention_.push_back(factory(a));
-    if (!attention_.back()) throw std::invalid_argument("ViT: no attention method for '" + a.method + "'");
-  }
+  attention_ = make_block_attention<T>(config_.attention, config_.blocks(), config_.tokens(), config_.seed, factory, "ViT");
   // Initialisation in manifest order: gamma 1, other vectors 0, matrices N(0, 0.02^2) column by column.
   // The method's own tensors are initialised by the method and skipped here.
   Rng rng(config_.seed);
@@ -170,7 +122,7 @@ std::vector<TensorRef<T>> ViT<T>::parameter_tensors() {
     auto& a = *attention_[l];
     const auto names = a.parameter_names();
     const auto mats = a.parameters();
-    for (std::size_t i = 0; i < mats.size(); ++i) out.push_back(ref(pre + names[i], *mats[i]));
+    for (std::size_t i = 0; i < mats.size(); ++i) out.push_back(tensor_ref(pre + names[i], *mats[i]));
   });
 }
 
@@ -178,7 +130,7 @@ template <typename T>
 std::vector<TensorRef<T>> ViT<T>::gradient_tensors(ViTGrads<T>& grads) {
   return manifest(grads.params, [this, &grads](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
     const auto names = attention_[l]->parameter_names();
-    for (std::size_t i = 0; i < grads.method[l].size(); ++i) out.push_back(ref(pre + names[i], grads.method[l][i]));
+    for (std::size_t i = 0; i < grads.method[l].size(); ++i) out.push_back(tensor_ref(pre + names[i], grads.method[l][i]));
   });
 }
 
@@ -189,7 +141,7 @@ std::vector<TensorRef<T>> ViT<T>::buffer_tensors() {
     const auto names = attention_[l]->buffer_names();
     const auto mats = attention_[l]->buffers();
     for (std::size_t i = 0; i < mats.size(); ++i)
-      out.push_back(ref("block" + std::to_string(l) + ".attn.method." + names[i], *mats[i]));
+      out.push_back(tensor_ref("block" + std::to_string(l) + ".attn.method." + names[i], *mats[i]));
   }
   return out;
 }
@@ -227,22 +179,12 @@ double ViT<T>::forward_backward(ViTActivations<T>& act, std::span<const std::uin
   const ViTParams<T>& p = params_;
   const bool train = grads != nullptr;
   act.x.resize(L + 1);
-  act.blocks.resize(L);
 
   // ---- forward ----
   // pass 1: patches -> tokens with positions: x[0] (B n, D).
   patch_embedding_forward(act.patches, p.embed_W, p.embed_b, p.embed_pos, act.x[0]);
   // pass 2: the pre-LayerNorm blocks: h = x + MHA(LN1(x)); x' = h + MLP(LN2(h)).
-  for (std::size_t l = 0; l < L; ++l) {
-    auto& a = act.blocks[l];
-    const auto& b = p.blocks[l];
-    layernorm_forward(act.x[l], b.ln1_gamma, b.ln1_beta, a.ln1_out, a.ln1);
-    mha_forward(a.ln1_out, b.attn, *attention_[l], n, H, a.attn_out, a.mha, train);
-    a.h = act.x[l] + a.attn_out;
-    layernorm_forward(a.h, b.ln2_gamma, b.ln2_beta, a.ln2_out, a.ln2);
-    mlp_forward(a.ln2_out, b.mlp, a.mlp_out, a.mlp);
-    act.x[l + 1] = a.h + a.mlp_out;
-  }
+  blocks_forward(p.blocks, attention_, n, H, act.x, act.blocks, train);
   // pass 3: final LayerNorm, mean over tokens, logits.
   layernorm_forward(act.x[L], p.head_ln_gamma, p.head_ln_beta, act.head_ln_out, act.head_ln);
   classifier_forward(act.head_ln_out, n, p.head_W, p.head_b, act.pooled, act.logits);
@@ -256,20 +198,7 @@ double ViT<T>::forward_backward(ViTActivations<T>& act, std::span<const std::uin
   classifier_backward(act.pooled, n, p.head_W, act.dlogits, act.dtmp, g.head_W, g.head_b);
   layernorm_backward(act.dtmp, act.head_ln, p.head_ln_gamma, act.dx, g.head_ln_gamma, g.head_ln_beta);
   // pass 2: blocks in reverse. The residual connections pass dx straight through and the branches add.
-  for (std::size_t l = L; l-- > 0;) {
-    auto& a = act.blocks[l];
-    const auto& b = p.blocks[l];
-    auto& gb = g.blocks[l];
-    // x' = h + MLP(LN2(h)): dh = dx + LN2^T MLP^T dx.
-    mlp_backward(a.ln2_out, b.mlp, a.mlp, act.dx, act.dz, gb.mlp);
-    layernorm_backward(act.dz, a.ln2, b.ln2_gamma, act.dtmp, gb.ln2_gamma, gb.ln2_beta);
-    act.dh = act.dx + act.dtmp;
-    // h = x + MHA(LN1(x)): dx = dh + LN1^T MHA^T dh.
-    mha_backward(a.ln1_out, b.attn, *attention_[l], n, H, a.mha, act.dh, act.dz, gb.attn,
-                 grads->method[l].empty() ? nullptr : &grads->method[l]);
-    layernorm_backward(act.dz, a.ln1, b.ln1_gamma, act.dtmp, gb.ln1_gamma, gb.ln1_beta);
-    act.dx = act.dh + act.dtmp;
-  }
+  blocks_backward(p.blocks, attention_, n, H, act.blocks, act.dx, act.dh, act.dz, act.dtmp, g.blocks, grads->method);
   // pass 1: into the embedding and the positions.
   patch_embedding_backward(act.patches, act.dx, g.embed_W, g.embed_b, g.embed_pos);
   return loss;

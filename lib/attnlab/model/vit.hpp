@@ -11,10 +11,12 @@
 
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/core/matrix.hpp"
+#include "attnlab/model/image_set.hpp"
 #include "attnlab/model/layernorm.hpp"
 #include "attnlab/model/mha.hpp"
 #include "attnlab/model/mlp.hpp"
 #include "attnlab/model/tensor_ref.hpp"
+#include "attnlab/model/transformer_blocks.hpp"
 
 namespace attnlab {
 
@@ -47,6 +49,7 @@ struct ViTConfig {
   Eigen::Index patch_values() const { return static_cast<Eigen::Index>(patch) * patch; }
   Eigen::Index head_width() const { return D / heads; }  // d_v: the value width of a head
   Eigen::Index key_head_width() const { return key_width > 0 ? key_width : head_width(); }  // d_k
+  BlockShape blocks() const { return {D, heads, key_head_width(), layers, mlp}; }
 };
 
 // The least memory a model of `config` takes, in bytes, for scalars of `scalar_bytes` bytes: its
@@ -58,14 +61,6 @@ double vit_memory_lower_bound(const ViTConfig& config, std::size_t scalar_bytes)
 // "" when vit_memory_lower_bound fits in the memory this process may still use (available_memory()),
 // else one line naming the widths, the need and what is available.
 std::string vit_memory_problem(const ViTConfig& config, std::size_t scalar_bytes);
-
-template <typename T>
-struct BlockParams {
-  Vec<T> ln1_gamma, ln1_beta;  // (D)
-  MhaParams<T> attn;
-  Vec<T> ln2_gamma, ln2_beta;  // (D)
-  MlpParams<T> mlp;
-};
 
 // Every learned tensor of the model except the attention method's own (those live in the method).
 // The same struct holds the gradients.
@@ -91,12 +86,7 @@ struct ViTGrads {
 // Reused from step to step: after the first step no buffer is reallocated.
 template <typename T>
 struct ViTActivations {
-  struct Block {
-    LayerNormTape<T> ln1, ln2;
-    Mat<T> ln1_out, attn_out, h, ln2_out, mlp_out;  // (B n, D) each
-    MhaTape<T> mha;
-    MlpTape<T> mlp;
-  };
+  using Block = BlockTape<T>;
   Mat<T> patches;         // (B n, P)
   std::vector<Mat<T>> x;  // x[l]: input of block l (B n, D); x[L] the final residual stream
   std::vector<Block> blocks;
@@ -111,7 +101,8 @@ class ViT {
   using Scalar = T;
   using Activations = ViTActivations<T>;
   using Grads = ViTGrads<T>;
-  using AttentionFactory = std::function<std::unique_ptr<TrainableAttention<T>>(const TrainableAttentionConfig&)>;
+  using Data = ImageSet;  // what it trains on (trainer.hpp)
+  using AttentionFactory = attnlab::AttentionFactory<T>;
 
   // Builds the model with freshly initialised weights (vit_spec.md: weight matrices and positions
   // ~ N(0, 0.02^2) drawn from Rng(config.seed) in manifest order, each matrix column by column;
@@ -145,6 +136,10 @@ class ViT {
   // with the configuration's windows.
   void set_inputs(ViTActivations<T>& act, std::span<const std::uint8_t> pixels, int side,
                   std::span<const std::int64_t> images) const;
+  // The same from a data set (the trainer's call).
+  void set_inputs(ViTActivations<T>& act, const ImageSet& data, std::span<const std::int64_t> images) const {
+    set_inputs(act, data.pixels, data.side, images);
+  }
 
   // One chunk: act.patches (B n, P) must be filled (set_inputs, or patchify). Runs the forward pass; with grads not null
   // it keeps the tape and ADDS the gradient of scale * sum_b CE(logits_b, labels_b) into *grads.

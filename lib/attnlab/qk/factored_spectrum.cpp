@@ -10,6 +10,7 @@
 
 #include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/numerical_rank.hpp"
+#include "attnlab/linalg/power_of_two_scaling.hpp"
 #include "attnlab/qk/sym_eigen.hpp"
 
 namespace attnlab {
@@ -40,9 +41,14 @@ FactoredSpectrum factored_spectrum(const Mat<T>& wq, const Mat<T>& wk) {
   // blocked Householder QR, with panels of 16 columns rather than HouseholderQR's 48: on d x 2 d_k shapes
   // (d 768 to 8192, 2 d_k 128 and 256, float and double) 16 took 10-25% less time on the machine the
   // benchmarks run on, the panel's vector-at-a-time work staying in cache while the updates stay GEMM-shaped.
+  // Each factor is first brought to unit scale by a power of two (exact): every quantity below but the three
+  // norms is invariant to the factors' scales, and this way weights stored at 1e-25 or 1e30 give the bits they
+  // give at unit scale instead of products that underflow to 0 or overflow (the norms are scaled back, in double).
   const Eigen::Index m = std::min(d, 2 * dk), k1 = std::min(m, dk);
+  const int eq = max_abs_exponent(wq), ek = max_abs_exponent(wk);
+  const double scale = std::ldexp(1.0, eq + ek);  // M = scale * M_unit exactly
   Mat<T> a(d, 2 * dk);
-  a << wq, wk;
+  a << scaled_by_power_of_two(wq, -eq), scaled_by_power_of_two(wk, -ek);
   Vec<T> reflectors(m), workspace(2 * dk);
   Eigen::internal::householder_qr_inplace_blocked<Mat<T>, Vec<T>>::run(a, reflectors, kQrPanelColumns, workspace.data());
   const Mat<T> r = a.topRows(m).template triangularView<Eigen::Upper>();
@@ -51,8 +57,9 @@ FactoredSpectrum factored_spectrum(const Mat<T>& wq, const Mat<T>& wk) {
   Mat<T> c = Mat<T>::Zero(m, m);
   c.topRows(k1).noalias() = r.topLeftCorner(k1, dk) * r.rightCols(dk).transpose();
   const Mat<double> cd = c.template cast<double>();
-  f.m_norm = cd.norm();
-  f.skew_share = f.m_norm > 0 ? 0.5 * (cd - cd.transpose()).norm() / f.m_norm : 0.0;
+  const double unit_m_norm = cd.norm();
+  f.m_norm = unit_m_norm * scale;
+  f.skew_share = unit_m_norm > 0 ? 0.5 * (cd - cd.transpose()).norm() / unit_m_norm : 0.0;
 
   // Pass 3: M's singular values are C's top k1 rows' (R2), with numerical_rank's tolerance for M (d x d).
   const Vec<T> sigma = Eigen::BDCSVD<Mat<T>>(Mat<T>(c.topRows(k1))).singularValues();
@@ -76,10 +83,12 @@ FactoredSpectrum factored_spectrum(const Mat<T>& wq, const Mat<T>& wk) {
     total += squares[i];
     if (i < static_cast<std::size_t>(dk)) kept += squares[i];
   }
-  f.s_norm = std::sqrt(total);
+  const double unit_s_norm = std::sqrt(total);
+  const double unit_lambda_next = squares.size() > static_cast<std::size_t>(dk) ? std::sqrt(squares[static_cast<std::size_t>(dk)]) : 0.0;
+  f.s_norm = unit_s_norm * scale;
   f.kept_share = total > 0 ? kept / total : 1.0;
-  f.lambda_next = squares.size() > static_cast<std::size_t>(dk) ? std::sqrt(squares[static_cast<std::size_t>(dk)]) : 0.0;
-  f.r6_ratio = total > 0 ? f.lambda_next / (static_cast<double>(d) * eps * f.s_norm) : 0.0;
+  f.lambda_next = unit_lambda_next * scale;
+  f.r6_ratio = total > 0 ? unit_lambda_next / (static_cast<double>(d) * eps * unit_s_norm) : 0.0;
 
   const double dd = static_cast<double>(d), n = static_cast<double>(2 * dk), mm = static_cast<double>(m),
                kk = static_cast<double>(k1);

@@ -35,6 +35,9 @@ struct FactoredSpectrum {
 // is y^T (S_w - S_{d_k}) y / (...) with S_{d_k} the d_k leading pairs; its largest value over y is
 // |lambda_{d_k+1}| / (d eps ||S_w||_F), attained at y = u_{d_k+1}: exp_qk_spectrum measures the same error
 // on random y, which can only be smaller. Throws std::invalid_argument for shapes that differ or are empty.
+// Any scale of W_Q and W_K gives the same bits but for the three norms, which scale with them: the factors are
+// measured at unit scale (power_of_two_scaling.hpp). Those norms are infinite where ||W_Q|| ||W_K|| is past the
+// largest double; the caller refuses such a head.
 template <typename T>
 FactoredSpectrum factored_spectrum(const Mat<T>& wq, const Mat<T>& wk);
 

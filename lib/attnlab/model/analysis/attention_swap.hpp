@@ -13,16 +13,16 @@
 
 namespace attnlab {
 
-// A ViT with `trained`'s widths and seed whose every layer uses `attention` (method and options; n,
-// d_k, d_v, heads and the per-layer seed are filled in by the ViT as always), carrying all of
+// A model (a ViT, a recall model) with `trained`'s widths and seed whose every layer uses `attention` (method and
+// options; n, d_k, d_v, heads and the per-layer seed are filled in by the model as always), carrying all of
 // `trained`'s own tensors (embedding, projections, LayerNorms, MLPs, head). The new method's own
 // parameters and buffers (Linformer's E, F; random-feature draws) are its fresh initialisation from the
-// per-layer seed: nothing is trained. Throws what the ViT constructor throws for bad options.
-template <typename T>
-ViT<T> with_attention(const ViT<T>& trained, const TrainableAttentionConfig& attention) {
-  ViTConfig config = trained.config();
+// per-layer seed: nothing is trained. Throws what the model's constructor throws for bad options.
+template <typename Model>
+Model with_attention(const Model& trained, const TrainableAttentionConfig& attention) {
+  auto config = trained.config();
   config.attention = attention;
-  ViT<T> out(config);
+  Model out(config);
   out.params() = trained.params();
   return out;
 }
@@ -60,9 +60,9 @@ struct SwapConfig {
 };
 
 // `trained` with the approximation in every layer (with_attention, and segment means where asked).
-template <typename T>
-std::unique_ptr<ViT<T>> swapped_model(const ViT<T>& trained, const SwapConfig& swap) {
-  auto m = std::make_unique<ViT<T>>(with_attention(trained, swap.attention()));
+template <typename Model>
+std::unique_ptr<Model> swapped_model(const Model& trained, const SwapConfig& swap) {
+  auto m = std::make_unique<Model>(with_attention(trained, swap.attention()));
   if (swap.method == kLinformerSegmentMeans)
     for (Eigen::Index l = 0; l < m->config().layers; ++l) set_segment_mean_projections(m->attention(l));
   return m;

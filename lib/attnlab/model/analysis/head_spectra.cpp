@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "attnlab/model/analysis/attention_spectrum.hpp"
-#include "attnlab/model/patch_embedding.hpp"
 
 namespace attnlab {
 
@@ -23,25 +22,26 @@ SampleSpectrum sample_spectrum(const Mat<double>& p, double fraction, double hig
   return out;
 }
 
-std::vector<SampleSpectrum> image_head_spectra(const ViT<float>& model, const ImageSet& test, std::int64_t image,
-                                               std::size_t first, std::size_t last, double fraction, double high_fraction,
-                                               bool check_output, double output_tolerance) {
-  const ViTConfig& c = model.config();
+template <typename Model>
+std::vector<SampleSpectrum> item_head_spectra(const Model& model, const typename Model::Data& test, std::int64_t item,
+                                              std::size_t first, std::size_t last, double fraction, double high_fraction,
+                                              bool check_output, double output_tolerance) {
+  const auto& c = model.config();
   const Eigen::Index H = c.heads, n = c.tokens(), dk = c.key_head_width(), dv = c.head_width();
   std::vector<SampleSpectrum> out;
   if (first >= last) return out;
-  ViTActivations<float> act;
-  const std::int64_t one[] = {image};
-  model.set_inputs(act, test.pixels, test.side, one);
+  typename Model::Activations act;
+  const std::int64_t one[] = {item};
+  model.set_inputs(act, test, one);
   model.forward_backward(act, {}, 1.0, nullptr);
   for (std::size_t j = first; j < last; ++j) {
     const Eigen::Index l = static_cast<Eigen::Index>(j) / H, h = static_cast<Eigen::Index>(j) % H;
     const auto& t = act.blocks[static_cast<std::size_t>(l)].mha;
-    const Mat<double> q = t.q.block(0, h * dk, n, dk).cast<double>(), k = t.k.block(0, h * dk, n, dk).cast<double>();
+    const Mat<double> q = t.q.block(0, h * dk, n, dk).template cast<double>(), k = t.k.block(0, h * dk, n, dk).template cast<double>();
     const Mat<double> p = softmax_attention_matrix(q, k);
     if (check_output) {
-      const Mat<double> o = t.o.block(0, h * dv, n, dv).cast<double>();
-      const double diff = (p * t.v.block(0, h * dv, n, dv).cast<double>() - o).norm() / o.norm();
+      const Mat<double> o = t.o.block(0, h * dv, n, dv).template cast<double>();
+      const double diff = (p * t.v.block(0, h * dv, n, dv).template cast<double>() - o).norm() / o.norm();
       if (!(diff <= output_tolerance))
         throw std::runtime_error(
             fmt::format("layer {} head {}: P V differs from the model's head output by {:.3g} (relative)", l, h, diff));
@@ -50,5 +50,10 @@ std::vector<SampleSpectrum> image_head_spectra(const ViT<float>& model, const Im
   }
   return out;
 }
+
+template std::vector<SampleSpectrum> item_head_spectra<ViT<float>>(const ViT<float>&, const ImageSet&, std::int64_t, std::size_t,
+                                                                   std::size_t, double, double, bool, double);
+template std::vector<SampleSpectrum> item_head_spectra<RecallModel<float>>(const RecallModel<float>&, const RecallSet&, std::int64_t,
+                                                                           std::size_t, std::size_t, double, double, bool, double);
 
 }  // namespace attnlab

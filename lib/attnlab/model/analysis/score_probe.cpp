@@ -7,7 +7,6 @@
 
 #include "attnlab/attention/common_train.hpp"
 #include "attnlab/attention/exact_train.hpp"
-#include "attnlab/model/patch_embedding.hpp"
 
 namespace attnlab {
 
@@ -92,13 +91,13 @@ class ProbingExact final : public TrainableAttention<T> {
 
 }  // namespace
 
-template <typename T>
-ScoreProbe<T>::ScoreProbe(const ViT<T>& model) {
+template <typename T, typename Model>
+ScoreProbe<T, Model>::ScoreProbe(const Model& model) {
   for (Eigen::Index l = 0; l < model.config().layers; ++l)
     if (model.attention(l).name() != "exact")
       throw std::invalid_argument("score probe: layer " + std::to_string(l) + " uses " + model.attention(l).name() +
                                   " attention; the probe needs exact attention in every layer");
-  model_ = std::make_unique<ViT<T>>(model.config(), [this](const TrainableAttentionConfig& c) {
+  model_ = std::make_unique<Model>(model.config(), [this](const TrainableAttentionConfig& c) {
     layers_.push_back(std::make_unique<ScoreProbeLayer<T>>());
     return std::make_unique<ProbingExact<T>>(detail::TrainShape{c.n, c.d_k, c.d_v, c.heads}, layers_.back().get());
   });
@@ -106,24 +105,23 @@ ScoreProbe<T>::ScoreProbe(const ViT<T>& model) {
   scratch_ = model_->zero_grads();
 }
 
-template <typename T>
-void ScoreProbe<T>::load_image(const ImageSet& data, std::int64_t image) {
-  if (image < 0 || image >= data.count())
-    throw std::out_of_range("score probe: image " + std::to_string(image) + " outside 0.." +
-                            std::to_string(data.count() - 1));
-  const std::int64_t one[1] = {image};
-  const ViTConfig& c = model_->config();
-  patchify<T>(data.pixels, one, data.side, c.patch, c.stride, c.pad, act_.patches);
+template <typename T, typename Model>
+void ScoreProbe<T, Model>::load_item(const Data& data, std::int64_t item) {
+  if (item < 0 || item >= data.count())
+    throw std::out_of_range("score probe: item " + std::to_string(item) + " outside 0.." + std::to_string(data.count() - 1));
+  const std::int64_t one[1] = {item};
+  model_->set_inputs(act_, data, one);
+  labels_.clear();
+  data.append_labels(item, labels_);
 }
 
-template <typename T>
-double ScoreProbe<T>::run(const ImageSet& data, std::int64_t image, double scale, ImageScores<T>& out,
-                          ViTGrads<T>* grads) {
-  load_image(data, image);
+template <typename T, typename Model>
+double ScoreProbe<T, Model>::run(const Data& data, std::int64_t item, double scale, ImageScores<T>& out,
+                                 typename Model::Grads* grads) {
+  load_item(data, item);
   for (auto& layer : layers_)
     for (auto& o : layer->offsets) o.resize(0, 0);
-  const std::uint8_t label[1] = {data.labels[static_cast<std::size_t>(image)]};
-  const double loss = model_->forward_backward(act_, label, scale, grads != nullptr ? grads : &scratch_);
+  const double loss = model_->forward_backward(act_, labels_, scale, grads != nullptr ? grads : &scratch_);
   const auto L = layers_.size();
   out.z.resize(L);
   out.s.resize(L);
@@ -136,29 +134,30 @@ double ScoreProbe<T>::run(const ImageSet& data, std::int64_t image, double scale
   return loss;
 }
 
-template <typename T>
-double ScoreProbe<T>::loss_with_offsets(const ImageSet& data, std::int64_t image, Eigen::Index layer,
-                                        const std::vector<Mat<T>>& offsets, double scale) {
+template <typename T, typename Model>
+double ScoreProbe<T, Model>::loss_with_offsets(const Data& data, std::int64_t item, Eigen::Index layer,
+                                               const std::vector<Mat<T>>& offsets, double scale) {
   if (layer < 0 || layer >= static_cast<Eigen::Index>(layers_.size()))
     throw std::invalid_argument("score probe: layer " + std::to_string(layer) + " outside [0, " +
                                 std::to_string(layers_.size()) + ")");
   if (offsets.size() != static_cast<std::size_t>(model_->config().heads))
     throw std::invalid_argument("score probe: " + std::to_string(offsets.size()) + " offsets for " +
                                 std::to_string(model_->config().heads) + " heads");
-  load_image(data, image);
+  load_item(data, item);
   for (std::size_t l = 0; l < layers_.size(); ++l)
     for (std::size_t h = 0; h < layers_[l]->offsets.size(); ++h)
       if (static_cast<Eigen::Index>(l) == layer)
         layers_[l]->offsets[h] = offsets[h];
       else
         layers_[l]->offsets[h].resize(0, 0);
-  const std::uint8_t label[1] = {data.labels[static_cast<std::size_t>(image)]};
-  const double loss = model_->forward_backward(act_, label, scale, nullptr);
+  const double loss = model_->forward_backward(act_, labels_, scale, nullptr);
   for (auto& o : layers_[static_cast<std::size_t>(layer)]->offsets) o.resize(0, 0);
   return loss;
 }
 
 template class ScoreProbe<float>;
 template class ScoreProbe<double>;
+template class ScoreProbe<float, RecallModel<float>>;
+template class ScoreProbe<double, RecallModel<double>>;
 
 }  // namespace attnlab

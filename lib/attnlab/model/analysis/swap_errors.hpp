@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "attnlab/model/recall_model.hpp"
 #include "attnlab/model/trainer.hpp"
 #include "attnlab/model/vit.hpp"
 
@@ -17,10 +18,11 @@ struct LayerSwapError {
   double mean = 0, max = 0;
 };
 
-// One forward pass of `trained` on test image `image`, then each of `swapped` (models whose layers hold the
-// methods to compare, as with_attention makes them) on that pass's q, k, v of every head and layer.
-// Result [m * L + l]: swapped model m, layer l.
-std::vector<LayerSwapError> image_swap_errors(const ViT<float>& trained, const std::vector<std::unique_ptr<ViT<float>>>& swapped,
-                                              const ImageSet& test, std::int64_t image);
+// One forward pass of `trained` on test item `item` (an image, a sequence), then each of `swapped` (models whose
+// layers hold the methods to compare, as with_attention makes them) on that pass's q, k, v of every head and layer.
+// Result [m * L + l]: swapped model m, layer l. Model: ViT<float> or RecallModel<float>.
+template <typename Model>
+std::vector<LayerSwapError> item_swap_errors(const Model& trained, const std::vector<std::unique_ptr<Model>>& swapped,
+                                             const typename Model::Data& test, std::int64_t item);
 
 }  // namespace attnlab

@@ -1,0 +1,64 @@
+// NumPy arrays as the library's head stacks, matrices and weights: the checks attend's .npy reader makes, in its
+// words, and conversions that read an array in place whatever its strides (C order, Fortran order, slices).
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnlab/core/head_stack.hpp"
+#include "attnlab/core/matrix.hpp"
+#include "attnlab/lab/attend_call.hpp"
+#include "attnlab/model/qk_arrays.hpp"
+
+namespace attnlab::python {
+
+namespace py = pybind11;
+
+// An array taken as it is when its strides can be read in place (any order, any non-negative multiple of the
+// item size), else copied to C order first (negative strides, misaligned data): the one case where a NumPy copy
+// is made. `copied` says which, for the checks.
+py::array readable(py::handle obj, bool& copied);
+
+// A (batch, heads, n, d) input of attend as it lies in memory. Built with the GIL held; read without it.
+struct StackView {
+  AttendInput shape;                   // label ("--q") and the head-stack shape
+  std::vector<std::size_t> given;      // the shape as given (2 to 4 axes)
+  const unsigned char* data = nullptr;
+  std::array<std::int64_t, 4> strides{};  // in bytes, over (batch, heads, n, d)
+  bool is_double = false;
+  bool copied = false;
+};
+
+// Checks an input as attend's reader would (AttendUsageError "<label>: <problem>" in its words: the dtype, the
+// number of axes, an empty shape) and views it; `keep` holds the array (the caller's, or the copy) alive.
+StackView stack_view(py::handle obj, const std::string& label, py::array& keep);
+
+// The view as a head stack of column-major heads (the kernels' layout), read in place; AttendUsageError naming the
+// first non-finite value in C order ("<label>: value nan at flat index 3 (index (0, 3), C order) is not finite").
+// T must be the view's precision. Needs no GIL.
+template <typename T>
+HeadStack<T> to_head_stack(const StackView& view);
+
+// A new C-order array of `given` leading axes followed by (n, d), for a stack of that many heads.
+template <typename T>
+py::array_t<T> new_output(const std::vector<std::size_t>& leading, Eigen::Index n, Eigen::Index d);
+// Writes the stack into `out` (C order, as new_output made it). Needs no GIL given the pointer.
+template <typename T>
+void write_head_stack(const HeadStack<T>& stack, T* out);
+
+// A float32 or float64 array of 1 or 2 axes as a float64 matrix, checked as attend checks a draw read from a file
+// (the name stands for the file: "--draws: E: expected a matrix ...").
+Mat<double> draw_matrix(py::handle obj, const std::string& name);
+// A float64 matrix as a new C-order NumPy array.
+py::array_t<double> to_numpy(const Mat<double>& m);
+
+// A weight or bias for QkArrays (float16, float32 or float64, read in place); `keep` holds it alive. ValueError
+// (std::invalid_argument) naming the argument for another dtype.
+QkArray qk_array(py::handle obj, const std::string& name, py::array& keep);
+
+}  // namespace attnlab::python
