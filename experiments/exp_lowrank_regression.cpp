@@ -1,5 +1,6 @@
 // Seed 004's low-rank regression (G3-G6, G8, G9): gradient, Z*, the truncated-SVD recipe
-// against an independent minimiser, Remark 2.1, formula 2.1 and (X^T X)^{-1} X^T.
+// against an independent minimiser, Remark 2.1, formula 2.1 and (X^T X)^{-1} X^T; and the
+// corrected statements of G5, G6 and G9 (G5.c, G6.c, G9.c) on their own confirming sweeps.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -13,11 +14,13 @@
 
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/family_verdict.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/lab/regression_inputs.hpp"
+#include "attnlab/lab/verdict.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/core/rng.hpp"
@@ -34,7 +37,10 @@ namespace {
 namespace col {
 constexpr const char* b_kind = "b_kind";
 constexpr const char* b_norm2 = "b_norm2";
+constexpr const char* closed_gap_ratio = "closed_gap_ratio";
 constexpr const char* closed_minus_factored_rel = "closed_minus_factored_rel";
+constexpr const char* column_formula_ratio = "column_formula_ratio";
+constexpr const char* column_formula_rel_diff = "column_formula_rel_diff";
 constexpr const char* d = "d";
 constexpr const char* exact_curvature = "exact_curvature";
 constexpr const char* f_closed = "f_closed";
@@ -50,6 +56,8 @@ constexpr const char* formula_agrees = "formula_agrees";
 constexpr const char* formula_ratio = "formula_ratio";
 constexpr const char* formula_rel_diff = "formula_rel_diff";
 constexpr const char* formula_valid = "formula_valid";
+constexpr const char* full_column_rank = "full_column_rank";
+constexpr const char* full_row_rank = "full_row_rank";
 constexpr const char* g8_ratio_formula = "g8_ratio_formula";
 constexpr const char* g8_ratio_svd = "g8_ratio_svd";
 constexpr const char* grad_zstar_formula_ratio = "grad_zstar_formula_ratio";
@@ -57,18 +65,23 @@ constexpr const char* grad_zstar_ratio = "grad_zstar_ratio";
 constexpr const char* h = "h";
 constexpr const char* line = "line";
 constexpr const char* n = "n";
+constexpr const char* penrose_ratio = "penrose_ratio";
 constexpr const char* precision = "precision";
+constexpr const char* predicted_ratio = "predicted_ratio";
 constexpr const char* r = "r";
 constexpr const char* recipe_gap_ratio = "recipe_gap_ratio";
 constexpr const char* recipe_gap_rel = "recipe_gap_rel";
 constexpr const char* recipe_optimal = "recipe_optimal";
 constexpr const char* remark21 = "remark21";
 constexpr const char* remark21_matches = "remark21_matches";
+constexpr const char* remark21_plus_unreachable_ratio = "remark21_plus_unreachable_ratio";
 constexpr const char* remark21_ratio = "remark21_ratio";
 constexpr const char* rep = "rep";
+constexpr const char* row_formula_ratio = "row_formula_ratio";
 constexpr const char* second_difference = "second_difference";
 constexpr const char* unreachable = "unreachable";
 constexpr const char* x_cond = "x_cond";
+constexpr const char* x_norm2 = "x_norm2";
 constexpr const char* x_rank = "x_rank";
 }  // namespace col
 
@@ -164,6 +177,53 @@ PinvRow run_pinv(const Mat<double>& xd, const XSpectrum& sx, Rng& rng) {
   return row;
 }
 
+// G5.c and G6.c on one instance: the recipe and the closed form against the attained minimum, and the two
+// predicted minima, each in units of the objective's rounding (objective_unit).
+struct ConfirmRegressionRow {
+  XSpectrum sx;
+  LowRankInstance m;
+  double closed_gap_ratio = 0;     // G5.c: max(0, f(closed form) - min f) / unit
+  double predicted_ratio = 0;      // G6.c: |||B - PBP||^2 + tail of U^T B U - min f| / unit
+  double remark_plus_ratio = 0;    // G6.c: |||B - PBP||^2 + sum_{i>r} sigma_i(Z*)^2 - min f| / unit
+};
+ConfirmRegressionRow run_confirming_instance(const Instance& in, const FactoredSearchOptions& search, std::uint64_t seed) {
+  Rng rng(seed);
+  const Mat<double> x = regression_x(in.family, in.d, rng);
+  const Mat<double> b = regression_b(in.b_kind, x, rng);
+  ConfirmRegressionRow row;
+  row.sx = x_spectrum(x);
+  row.m = measure_lowrank_instance(b, x, in.r, rng, search);
+  const double unit = objective_unit(x.rows(), x.cols(), row.sx, row.m.b_norm2);
+  row.closed_gap_ratio = std::max(0.0, row.m.f_closed - row.m.f_min) / unit;
+  row.predicted_ratio = std::abs(row.m.f_closed_predicted - row.m.f_min) / unit;
+  row.remark_plus_ratio = std::abs(row.m.unreachable + row.m.remark21 - row.m.f_min) / unit;
+  return row;
+}
+
+// G9.c on one X in precision T: each closed formula where its rank condition holds, against the SVD pseudoinverse
+// (forward errors, n eps cond^2 as G9's), and the SVD pseudoinverse's own Penrose residuals (backward, n eps cond).
+struct ConfirmPinvRow {
+  double column_rel_diff = 0, column_ratio = 0;  // (X^T X)^{-1} X^T, computed whatever the rank
+  double row_ratio = 0;                          // X^T (X X^T)^{-1}
+  double penrose_ratio = 0;
+};
+template <typename T>
+ConfirmPinvRow run_confirming_pinv(const Mat<double>& xd, const XSpectrum& sx) {
+  const Mat<T> x = xd.cast<T>();
+  const double n = double(std::max(x.rows(), x.cols()));
+  const Pseudoinverse<T> svd = pinv_svd<T>(x);
+  const double ps_norm = svd.pinv.template cast<double>().norm();
+  const auto forward = [&](const Mat<T>& f) { return (f - svd.pinv).template cast<double>().norm() / ps_norm; };
+  ConfirmPinvRow row;
+  row.column_rel_diff = forward(pinv_normal_equations<T>(x).pinv);
+  row.column_ratio = residual_ratio<T>(row.column_rel_diff, n, sx.cond * sx.cond);
+  // X^T (X X^T)^{-1} is the transpose of the column formula applied to X^T.
+  row.row_ratio = residual_ratio<T>(forward(Mat<T>(pinv_normal_equations<T>(Mat<T>(x.transpose())).pinv.transpose())), n,
+                                    sx.cond * sx.cond);
+  row.penrose_ratio = residual_ratio<T>(penrose_residuals<T>(x, svd.pinv).max_relative(), n, sx.cond);
+  return row;
+}
+
 // The G3-G6 sweep: family x B x d_e x d_k' x repetition; d_k' < rank(X) always. With given X and B, the
 // one (n, d) they have and the ranks d_k' below rank(X).
 std::vector<Eigen::Index> sweep_dims(bool quick) { return quick ? std::vector<Eigen::Index>{8} : std::vector<Eigen::Index>{8, 16, 24}; }
@@ -209,10 +269,86 @@ std::vector<PinvInstance> pinv_sweep(bool quick, const GivenInputs& given) {
   return pinv_instances;
 }
 
+// The confirming sweeps of G5.c, G6.c and G9.c (lab/correction.hpp): drawn from their own base seed, at widths
+// the sweeps above do not use, over their families and three rank-deficient ones they do not draw (orthonormal
+// rows, a scaled partial isometry, a generic low-rank X).
+std::vector<Eigen::Index> confirming_dims(bool quick) { return quick ? std::vector<Eigen::Index>{12} : std::vector<Eigen::Index>{12, 20}; }
+std::vector<Instance> confirming_regression_sweep(bool quick) {
+  std::vector<Instance> instances;
+  for (const auto& fam : regression_confirming_families())
+    for (const char* kind : {"random", "attention"})
+      for (Eigen::Index d : confirming_dims(quick))
+        for (Eigen::Index r : {Eigen::Index(1), d / 4, 3 * d / 8}) instances.push_back({fam.name, kind, regression_rows(fam.name, d), d, r, 0});
+  return instances;
+}
+std::vector<PinvInstance> confirming_pinv_sweep(bool quick) {
+  std::vector<PinvInstance> instances;
+  for (const auto& fam : regression_confirming_families())
+    for (Eigen::Index d : confirming_dims(quick))
+      for (int rep = 0; rep < (quick ? 1 : 2); ++rep)
+        for (bool single : {false, true})
+          if (!single || std::string(fam.name) != "ill_conditioned")  // float only where cond(X)^2 eps_float < 1
+            instances.push_back({fam.name, regression_rows(fam.name, d), d, rep, single});
+  return instances;
+}
+
 constexpr const char* kRegressionTable = "lowrank_regression.csv";
+constexpr const char* kRegressionConfirmTable = "lowrank_regression_confirm.csv";
+constexpr const char* kPinvConfirmTable = "lowrank_pinv_confirm.csv";
 constexpr const char* kGradientTable = "lowrank_gradient.csv";
 constexpr const char* kConvexityTable = "lowrank_convexity.csv";
 constexpr const char* kPinvTable = "lowrank_pinv.csv";
+
+// Measures the shard's share of the two confirming sweeps and writes their tables; each instance's seed from the
+// confirming seed and its index in its sweep.
+void measure_confirming_sweeps(const ExperimentCli& cli, const Shard& shard, const FactoredSearchOptions& search) {
+  const bool quick = cli.options().quick;
+  const std::uint64_t seed = confirming_seed(cli.options().seed);
+  const std::vector<Instance> instances = confirming_regression_sweep(quick);
+  const Shard::Range range = shard.range(instances.size());
+  const auto rows = run_trials<ConfirmRegressionRow>(range.size(), "G5.c, G6.c instances", [&](std::size_t j) {
+    return run_confirming_instance(instances[range.begin + j], search, derive_seed(seed, range.begin + j));
+  });
+  CsvTable reg({text_col(col::family), text_col(col::b_kind), int_col(col::n), int_col(col::d), int_col(col::r),
+                real_col(col::x_cond), real_col(col::x_norm2), int_col(col::x_rank), real_col(col::b_norm2),
+                real_col(col::f_recipe), real_col(col::f_closed), real_col(col::f_factored), real_col(col::f_min),
+                real_col(col::recipe_gap_ratio), real_col(col::closed_gap_ratio), real_col(col::predicted_ratio),
+                real_col(col::remark21_plus_unreachable_ratio), real_col(col::remark21_ratio), real_col(col::unreachable)});
+  for (std::size_t j = 0; j < range.size(); ++j) {
+    const auto& in = instances[range.begin + j];
+    const auto& r = rows[j];
+    reg.add_row({in.family, in.b_kind, in.n, in.d, in.r, r.sx.cond, r.sx.norm2, r.sx.rank, r.m.b_norm2, r.m.f_recipe,
+                 r.m.f_closed, r.m.f_factored, r.m.f_min, r.m.recipe_gap_ratio, r.closed_gap_ratio, r.predicted_ratio,
+                 r.remark_plus_ratio, r.m.remark21_ratio, r.m.unreachable});
+  }
+  cli.write_table(reg, kRegressionConfirmTable);
+
+  const std::vector<PinvInstance> pinv_instances = confirming_pinv_sweep(quick);
+  const Shard::Range pinv_range = shard.range(pinv_instances.size());
+  struct PinvOutcome {
+    XSpectrum sx;
+    ConfirmPinvRow row;
+  };
+  const auto pinv_rows = run_trials<PinvOutcome>(pinv_range.size(), "G9.c instances", [&](std::size_t j) {
+    const auto& pi = pinv_instances[pinv_range.begin + j];
+    Rng rng(derive_seed(seed ^ 0x9e3779b97f4a7c15ULL, pinv_range.begin + j));
+    const Mat<double> x = regression_x(pi.family, pi.d, rng);
+    const XSpectrum sx = x_spectrum(x);
+    return PinvOutcome{sx, pi.single ? run_confirming_pinv<float>(x, sx) : run_confirming_pinv<double>(x, sx)};
+  });
+  CsvTable pinv({text_col(col::family), text_col(col::precision), int_col(col::n), int_col(col::d), int_col(col::rep),
+                 real_col(col::x_cond), int_col(col::x_rank), text_col(col::full_column_rank), text_col(col::full_row_rank),
+                 // Without full column rank the column formula inverts a singular Gram matrix: inf or nan may result.
+                 real_col(col::column_formula_rel_diff, true), real_col(col::column_formula_ratio, true),
+                 real_col(col::row_formula_ratio, true), real_col(col::penrose_ratio, true)});
+  for (std::size_t j = 0; j < pinv_range.size(); ++j) {
+    const auto& pi = pinv_instances[pinv_range.begin + j];
+    const auto& o = pinv_rows[j];
+    pinv.add_row({pi.family, pi.single ? "float" : "double", pi.n, pi.d, pi.rep, o.sx.cond, o.sx.rank, o.sx.rank == pi.d,
+                  o.sx.rank == pi.n, o.row.column_rel_diff, o.row.column_ratio, o.row.row_ratio, o.row.penrose_ratio});
+  }
+  cli.write_table(pinv, kPinvConfirmTable);
+}
 
 // Measures the shard's share of both sweeps and writes their four tables; each instance's seed from its
 // index in the whole sweep.
@@ -291,6 +427,7 @@ void measure_regression(const ExperimentCli& cli, const Shard& shard, int starts
                   r.g8_formula_ratio});
   }
   cli.write_table(pinv, kPinvTable);
+  if (!given.used()) measure_confirming_sweeps(cli, shard, search);
 }
 
 // An instance's key in the tables: its rows in lowrank_gradient.csv and lowrank_convexity.csv are those
@@ -448,12 +585,82 @@ std::vector<ClaimRow> judge_g8_g9(const ExperimentCli& cli, const std::filesyste
   return claims;
 }
 
+// Whether X's nonzero singular values are all equal (cond(X) = 1), and all equal 1, to the rounding of the SVD
+// that measured them: the conditions of G5.c's recipe and of G6.c's Remark 2.1.
+bool equal_singular_values(const TableReader& t, std::size_t i) {
+  const double tolerance = kRatioThreshold * double(std::max(t.integer(i, col::n), t.integer(i, col::d))) *
+                           std::numeric_limits<double>::epsilon();
+  return t.real(i, col::x_cond) - 1 <= tolerance;
+}
+bool unit_singular_values(const TableReader& t, std::size_t i) {
+  const double tolerance = kRatioThreshold * double(std::max(t.integer(i, col::n), t.integer(i, col::d))) *
+                           std::numeric_limits<double>::epsilon();
+  return equal_singular_values(t, i) && std::abs(t.real(i, col::x_norm2) - 1) <= tolerance;
+}
+
+// G5.c, G6.c from lowrank_regression_confirm.csv and G9.c from lowrank_pinv_confirm.csv: each statement's worst
+// ratio per family of X against its threshold.
+std::vector<ClaimRow> judge_corrections(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader reg(dir / kRegressionConfirmTable);
+  WorstByCondition g5, g6;
+  std::set<std::string> recipe_families, remark_families;
+  double recipe_elsewhere = 0;  // the recipe's excess where X's singular values differ (G5's finding, for the note)
+  for (std::size_t i = 0; i < reg.rows(); ++i) {
+    const std::string& family = reg.text(i, col::family);
+    const bool equal = equal_singular_values(reg, i), unit = unit_singular_values(reg, i);
+    const double recipe = reg.real(i, col::recipe_gap_ratio);
+    if (equal) recipe_families.insert(family);
+    else recipe_elsewhere = std::max(recipe_elsewhere, recipe);
+    if (unit) remark_families.insert(family);
+    g5.add(family, family, std::max(reg.real(i, col::closed_gap_ratio), equal ? recipe : 0.0));
+    g6.add(family, family, std::max(reg.real(i, col::predicted_ratio), unit ? reg.real(i, col::remark21_plus_unreachable_ratio) : 0.0));
+  }
+  const auto names = [](const std::set<std::string>& s) { return s.empty() ? std::string("none") : fmt::format("{}", fmt::join(s, ", ")); };
+  const std::string reg_sweep = fmt::format("{} instances, d in {{{}}}, B random and attention, seed {}", reg.rows(),
+                                            fmt::join(reg.distinct_integers(col::d), ", "), confirming_seed(cli.options().seed));
+
+  const TableReader pinv(dir / kPinvConfirmTable);
+  WorstByCondition g9;
+  double column_off = std::numeric_limits<double>::infinity();  // the column formula's distance without full column rank
+  int full_column = 0, full_row = 0;
+  for (std::size_t i = 0; i < pinv.rows(); ++i) {
+    const bool column = pinv.text(i, col::full_column_rank) == "true", row = pinv.text(i, col::full_row_rank) == "true";
+    full_column += column;
+    full_row += row;
+    double worst = pinv.real(i, col::penrose_ratio);
+    // A non-finite ratio where a formula applies must fail: max() keeps NaN only as its first argument.
+    for (const auto& [applies, name] : {std::pair{column, col::column_formula_ratio}, std::pair{row, col::row_formula_ratio}})
+      if (applies) worst = std::isfinite(pinv.real(i, name)) ? std::max(worst, pinv.real(i, name)) : std::numeric_limits<double>::infinity();
+    g9.add(pinv.text(i, col::family), pinv.text(i, col::family), worst);
+    if (!column) {
+      const double off = pinv.real(i, col::column_formula_rel_diff);
+      column_off = std::min(column_off, std::isfinite(off) ? off : std::numeric_limits<double>::infinity());
+    }
+  }
+  const std::string pinv_sweep = fmt::format("{} matrices X, float and double, d in {{{}}}, seed {}", pinv.rows(),
+                                             fmt::join(pinv.distinct_integers(col::d), ", "), confirming_seed(cli.options().seed));
+
+  return {correction_by_condition("G5.c", g5, cli.evidence_path(kRegressionConfirmTable),
+              fmt::format("The recipe was judged on the families with equal nonzero singular values: {}; on the others its "
+                          "excess reaches {:.3g} units ({})",
+                          names(recipe_families), recipe_elsewhere, reg_sweep)),
+          correction_by_condition("G6.c", g6, cli.evidence_path(kRegressionConfirmTable),
+              fmt::format("Remark 2.1 plus ||B - PBP||^2 was judged on the families with unit nonzero singular values: {} ({})",
+                          names(remark_families), reg_sweep)),
+          correction_by_condition("G9.c", g9, cli.evidence_path(kPinvConfirmTable),
+              fmt::format("{} of them with full column rank, {} with full row rank; without full column rank (X^T X)^-1 X^T "
+                          "is at least {:.3g} away from X^+ relative ({})",
+                          full_column, full_row, column_off, pinv_sweep))};
+}
+
 // G3-G6, G8, G9 from the four tables on disk.
 std::vector<ClaimRow> judge_regression(const ExperimentCli& cli, const std::filesystem::path& dir) {
   const TableReader reg(dir / kRegressionTable);
   std::vector<ClaimRow> claims{judge_g3(cli, reg, dir)};
   for (ClaimRow& c : judge_g4_g6(cli, reg)) claims.push_back(std::move(c));
   for (ClaimRow& c : judge_g8_g9(cli, dir)) claims.push_back(std::move(c));
+  if (!cli.uses_given())
+    for (ClaimRow& c : judge_corrections(cli, dir)) claims.push_back(std::move(c));
   return claims;
 }
 

@@ -1,5 +1,6 @@
 // Seed 004's parameter bookkeeping (G1, G2, G7): counts across head numbers, bias by
-// augmentation, and zero-padded growth of W_Q, W_K at the moment of growth.
+// augmentation, and zero-padded growth of W_Q, W_K at the moment of growth; and the corrected
+// statement of G7 (G7.c) on its own confirming trials.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "attnlab/theory/attention_params.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/parallel_trials.hpp"
 #include "attnlab/io/ledger.hpp"
@@ -40,6 +42,7 @@ constexpr const char* h = "h";
 constexpr const char* n = "n";
 constexpr const char* one_side_first_order_prediction = "one_side_first_order_prediction";
 constexpr const char* one_side_new_grad = "one_side_new_grad";
+constexpr const char* one_side_product_ratio = "one_side_product_ratio";
 constexpr const char* one_side_step_loss_change = "one_side_step_loss_change";
 constexpr const char* p = "p";
 constexpr const char* parameters = "parameters";
@@ -48,7 +51,9 @@ constexpr const char* product_bitwise = "product_bitwise";
 constexpr const char* product_ratio = "product_ratio";
 constexpr const char* ratio = "ratio";
 constexpr const char* remark11_formula = "remark11_formula";
+constexpr const char* rescale_ratio = "rescale_ratio";
 constexpr const char* rescaled_score_change = "rescaled_score_change";
+constexpr const char* zero_padded_grad_ratio = "zero_padded_grad_ratio";
 constexpr const char* zero_padded_new_grad = "zero_padded_new_grad";
 constexpr const char* zero_padded_step_loss_change = "zero_padded_step_loss_change";
 }  // namespace col
@@ -150,6 +155,61 @@ GrowthResult growth(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index
   return r;
 }
 
+// G7.c in precision T: grow d_k = k by p columns and check each part of the statement as a scaled residual.
+struct GrowthConfirmed {
+  double product_ratio = 0;    // zero new columns on both sides, without and with bias rows (the worse)
+  double one_side_ratio = 0;   // zero new columns on one side, random on the other (either side; the worse)
+  double grad_ratio = 0;       // the zero-padded columns' gradient (both sides zero)
+  double rescale_ratio = 0;    // S at 1/sqrt(k + p) against sqrt(k / (k + p)) S at 1/sqrt(k)
+  double both_new_change = 0;  // the note's contrast: ||S' - S|| / ||S|| with random new columns on both sides
+};
+template <typename T>
+GrowthConfirmed growth_confirming(Eigen::Index n, Eigen::Index d, Eigen::Index k, Eigen::Index p, Rng& rng) {
+  const Mat<T> x = gaussian_matrix<T>(n, d, rng);
+  const T sd = T(1 / std::sqrt(double(d)));
+  const Mat<T> wq = gaussian_matrix<T>(d, k, rng, sd), wk = gaussian_matrix<T>(d, k, rng, sd);
+  const Mat<T> new_q = new_columns_block(Mat<T>(gaussian_matrix<T>(d, p, rng, sd)), k);
+  const Mat<T> new_k = new_columns_block(Mat<T>(gaussian_matrix<T>(d, p, rng, sd)), k);
+  const Mat<T> wq2 = zero_pad_columns(wq, p), wk2 = zero_pad_columns(wk, p);
+  const double x2 = x.template cast<double>().squaredNorm();
+  // ||S' - S|| in units of the products' rounding, d eps ||X||^2 ||W_Q'|| ||W_K'|| with the grown factors.
+  const auto product_ratio = [&](const Mat<T>& xx, const Mat<T>& q0, const Mat<T>& k0, const Mat<T>& q1, const Mat<T>& k1) {
+    const Mat<T> before = attention_scores(xx, q0, k0, T(1)), after = attention_scores(xx, q1, k1, T(1));
+    const double unit = xx.template cast<double>().squaredNorm() * q1.template cast<double>().norm() *
+                        k1.template cast<double>().norm();
+    return residual_ratio<T>((after - before).template cast<double>().norm(), double(xx.cols()), unit);
+  };
+  GrowthConfirmed r;
+  const Mat<T> xa = append_ones_column(x);
+  const Mat<T> wqa = append_bias_row(wq, Vec<T>(gaussian_matrix<T>(k, 1, rng, sd)));
+  const Mat<T> wka = append_bias_row(wk, Vec<T>(gaussian_matrix<T>(k, 1, rng, sd)));
+  r.product_ratio = std::max(product_ratio(x, wq, wk, wq2, wk2),
+                             product_ratio(xa, wqa, wka, zero_pad_columns(wqa, p), zero_pad_columns(wka, p)));
+  r.one_side_ratio = std::max(product_ratio(x, wq, wk, wq2, Mat<T>(wk2 + new_k)), product_ratio(x, wq, wk, Mat<T>(wq2 + new_q), wk2));
+  // Both sides zero: dL/dW_Q(new) = scale X^T G X W_K(new) = 0, and the same for W_K; scale the norm of what is
+  // computed by the rounding of those products.
+  const Eigen::Index dv = std::max<Eigen::Index>(1, d / 2);
+  const AttentionLoss<T> loss(x, gaussian_matrix<T>(d, dv, rng, sd), gaussian_matrix<T>(dv, d, rng, sd),
+                              gaussian_matrix<T>(n, d, rng));
+  const T scale = T(1 / std::sqrt(double(k)));
+  const Mat<T> g = loss.gradient(attention_scores(x, wq2, wk2, scale));
+  const auto grads = factor_gradients(x, wq2, wk2, scale, g);
+  const double new_grad = std::sqrt(grads.wq.rightCols(p).template cast<double>().squaredNorm() +
+                                    grads.wk.rightCols(p).template cast<double>().squaredNorm());
+  const double w_sum = wq.template cast<double>().norm() + wk.template cast<double>().norm();
+  r.grad_ratio = residual_ratio<T>(new_grad, double(n), x2 * g.template cast<double>().norm() * w_sum * double(scale));
+  // The temperature recomputed at k + p: exactly sqrt(k / (k + p)) times the scores at the old one.
+  const Mat<T> s_old = attention_scores(x, wq, wk, scale);
+  const Mat<T> s_new = attention_scores(x, wq2, wk2, T(1 / std::sqrt(double(k + p))));
+  const double factor = std::sqrt(double(k) / double(k + p));
+  const double s_unit = x2 * wq.template cast<double>().norm() * wk.template cast<double>().norm() * double(scale);
+  r.rescale_ratio = residual_ratio<T>((s_new.template cast<double>() - factor * s_old.template cast<double>()).norm(), double(d), s_unit);
+  const double s_norm = s_old.template cast<double>().norm();
+  const Mat<T> s_both = attention_scores(x, Mat<T>(wq2 + new_q), Mat<T>(wk2 + new_k), scale);
+  r.both_new_change = s_norm > 0 ? (s_both - s_old).template cast<double>().norm() / s_norm : 0.0;
+  return r;
+}
+
 // G1's shapes: every (d_e, d_k, d_v) of the width grid, without and with bias (none with given weights:
 // counts do not depend on weight values). Each shape's rows cover h in 1..kMaxHeads where h divides d_k
 // and d_v; h = 1 always does, so every shape has rows.
@@ -199,6 +259,25 @@ TrialPlan trial_plan(bool quick, const GivenInputs& given) {
 constexpr const char* kCountsTable = "param_counts.csv";
 constexpr const char* kBiasTable = "param_bias.csv";
 constexpr const char* kGrowthTable = "param_growth.csv";
+constexpr const char* kGrowthConfirmTable = "param_growth_confirm.csv";
+
+// G7.c's confirming trials (lab/correction.hpp): drawn from their own base seed, at lengths, widths and growths
+// (d_k, p) the trials above do not use, float and double.
+struct ConfirmTrial {
+  Eigen::Index n, d, k, p;
+  bool single;
+};
+std::vector<ConfirmTrial> confirming_trials(bool quick) {
+  std::vector<ConfirmTrial> trials;
+  const std::vector<std::pair<Eigen::Index, Eigen::Index>> growths =
+      quick ? std::vector<std::pair<Eigen::Index, Eigen::Index>>{{1, 3}, {3, 1}}
+            : std::vector<std::pair<Eigen::Index, Eigen::Index>>{{1, 3}, {3, 1}, {4, 4}};
+  for (Eigen::Index n : quick ? std::vector<Eigen::Index>{1, 5} : std::vector<Eigen::Index>{1, 5, 24, 96})
+    for (Eigen::Index d : quick ? std::vector<Eigen::Index>{5, 24} : std::vector<Eigen::Index>{5, 24, 96})
+      for (const auto& [k, p] : growths)
+        for (bool single : {false, true}) trials.push_back({n, std::max(d, k + p), k, p, single});
+  return trials;
+}
 
 // Measures the shard's shapes of G1 and its trials of G2 and G7 and writes their tables (with given
 // weights only param_growth.csv).
@@ -259,6 +338,30 @@ void measure_growth(const ExperimentCli& cli, const Shard& shard) {
   }
   if (!given.used()) cli.write_table(bias_table, kBiasTable);
   cli.write_table(grow_table, kGrowthTable);
+  if (given.used()) return;
+
+  // G7.c's confirming trials, in parallel, each seeded from the confirming seed and its index.
+  const auto confirm = confirming_trials(quick);
+  const Shard::Range confirm_range = shard.range(confirm.size());
+  const std::uint64_t confirm_seed = confirming_seed(seed);
+  std::vector<GrowthConfirmed> confirmed(confirm_range.size());
+  parallel_trials(confirm_range.size(), [&](std::size_t j) {
+    const std::size_t i = confirm_range.begin + j;
+    Rng rng(derive_seed(confirm_seed, i));
+    const auto& t = confirm[i];
+    confirmed[j] = t.single ? growth_confirming<float>(t.n, t.d, t.k, t.p, rng) : growth_confirming<double>(t.n, t.d, t.k, t.p, rng);
+  });
+  CsvTable confirm_table({int_col(col::n), int_col(col::d), int_col(col::d_k), int_col(col::p), text_col(col::precision),
+                          real_col(col::product_ratio), real_col(col::one_side_product_ratio),
+                          real_col(col::zero_padded_grad_ratio), real_col(col::rescale_ratio),
+                          real_col(col::both_sides_new_score_change)});
+  for (std::size_t j = 0; j < confirm_range.size(); ++j) {
+    const auto& t = confirm[confirm_range.begin + j];
+    const auto& g = confirmed[j];
+    confirm_table.add_row({t.n, t.d, t.k, t.p, t.single ? "float" : "double", g.product_ratio, g.one_side_ratio, g.grad_ratio,
+                           g.rescale_ratio, g.both_new_change});
+  }
+  cli.write_table(confirm_table, kGrowthConfirmTable);
 }
 
 // G1 from param_counts.csv: the largest spread of a shape's count over its allowed head numbers.
@@ -339,10 +442,33 @@ ClaimRow judge_g7(const ExperimentCli& cli, const std::filesystem::path& dir) {
   return c;
 }
 
+// G7.c from param_growth_confirm.csv: each part's worst ratio against the threshold, in float and in double.
+ClaimRow judge_g7_correction(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kGrowthConfirmTable);
+  WorstByCondition parts;
+  double min_both_new = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    parts.add("product", "zero new columns on both sides (with and without bias rows)", t.real(i, col::product_ratio));
+    parts.add("one_side", "zero new columns on one side only", t.real(i, col::one_side_product_ratio));
+    parts.add("gradient", "zero gradient of zero-padded columns", t.real(i, col::zero_padded_grad_ratio));
+    parts.add("rescale", "S scaled by sqrt(d_k/(d_k + p)) at the new temperature", t.real(i, col::rescale_ratio));
+    if (t.integer(i, col::n) >= 2) min_both_new = std::min(min_both_new, t.real(i, col::both_sides_new_score_change));
+  }
+  std::vector<std::string> worst;
+  for (const auto& e : parts.entries()) worst.push_back(fmt::format("{} {:.3g}", e.condition, e.worst));
+  std::vector<std::string> growths;
+  for (const auto& kp : t.distinct(std::vector<std::string>{col::d_k, col::p})) growths.push_back(fmt::format("({}, {})", kp[0], kp[1]));
+  return correction_by_condition("G7.c", parts, cli.evidence_path(kGrowthConfirmTable),
+                                 fmt::format("Worst ratios: {}. Random new columns on both sides change S by >= {:.3g} relative "
+                                             "(n >= 2). {} trials, (d_k, p) in {{{}}}, n in {{{}}}, seed {}",
+                                             fmt::join(worst, ", "), min_both_new, t.rows(), fmt::join(growths, ", "),
+                                             fmt::join(t.distinct_integers(col::n), ", "), confirming_seed(cli.options().seed)));
+}
+
 // With given weights only param_growth.csv is measured (and the ledger takes no rows from such a run).
 std::vector<ClaimRow> judge_growth(const ExperimentCli& cli, const std::filesystem::path& dir) {
   if (cli.uses_given()) return {judge_g7(cli, dir)};
-  return {judge_g1(cli, dir), judge_g2(cli, dir), judge_g7(cli, dir)};
+  return {judge_g1(cli, dir), judge_g2(cli, dir), judge_g7(cli, dir), judge_g7_correction(cli, dir)};
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Seed 001 (S1-S3): one merged W_QK against W_Q and W_K: parameters, counted and timed
-// score computations, and the head split of a d_model x d_model projection.
+// score computations, and the head split of a d_model x d_model projection; and the corrected
+// statement of S2's count (S2.c) on its own confirming grid.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "attnlab/theory/attention_params.hpp"
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/interleaved_timing.hpp"
 #include "attnlab/io/ledger.hpp"
@@ -123,6 +125,25 @@ std::vector<CostPoint> cost_grid() {
   return grid;
 }
 
+// S2.c's confirming grid (lab/correction.hpp): lengths and widths the grid above does not use, edge sizes 1, 2, 3
+// among them, every d_k up to d = 64, and beyond it d_k every d/64 plus the integers around the crossover. Counting
+// draws nothing, so fresh sizes are what confirms.
+std::vector<CostPoint> confirming_cost_grid() {
+  std::vector<CostPoint> grid;
+  for (std::int64_t n : {1, 2, 3, 10, 100, 1000, 3000})
+    for (std::int64_t d : {1, 2, 3, 7, 50, 300, 2000}) {
+      std::vector<std::int64_t> dks;
+      for (std::int64_t dk = 1; dk <= d; dk += std::max<std::int64_t>(1, d / 64)) dks.push_back(dk);
+      const auto cross = static_cast<std::int64_t>(crossover_head_dim(double(n), double(d)));
+      for (std::int64_t dk = cross - 1; dk <= cross + 2; ++dk)
+        if (dk >= 1 && dk <= d) dks.push_back(dk);
+      std::sort(dks.begin(), dks.end());
+      dks.erase(std::unique(dks.begin(), dks.end()), dks.end());
+      for (std::int64_t dk : dks) grid.push_back({double(n), double(d), double(dk)});
+    }
+  return grid;
+}
+
 // S2's timed configurations.
 struct TimedConfig {
   Eigen::Index n, d, dk;
@@ -151,6 +172,7 @@ std::vector<SplitTrial> split_trials(bool quick) {
 
 constexpr const char* kParamsTable = "qk_merge_params.csv";
 constexpr const char* kCostsTable = "qk_merge_costs.csv";
+constexpr const char* kCostsConfirmTable = "qk_merge_costs_confirm.csv";
 constexpr const char* kTimingTable = "qk_merge_timing.csv";
 // Written by S2's judge from the timed runs: per configuration, both forms' medians with their 95% intervals,
 // the ratio factored / merged with its interval, and which form is faster (or a tie).
@@ -189,6 +211,18 @@ void measure_merge(const ExperimentCli& cli, const Shard& shard, int repeats) {
     costs.add_row({long(n), long(d), long(dk), fac, mer, crossover_head_dim(n, d), fac < mer});
   }
   cli.write_table(costs, kCostsTable);
+
+  // S2.c: the same counts over its confirming grid, in a table of their own.
+  CsvTable confirm({int_col(col::n), int_col(col::d), int_col(col::d_k), real_col(col::factored_madds),
+                    real_col(col::merged_madds), real_col(col::crossover_d_k), text_col(col::factored_cheaper)});
+  const auto confirm_points = confirming_cost_grid();
+  const Shard::Range confirm_range = shard.range(confirm_points.size());
+  for (std::size_t i = confirm_range.begin; i < confirm_range.end; ++i) {
+    const auto [n, d, dk] = confirm_points[i];
+    const double fac = factored_score_multiply_adds(n, d, dk), mer = merged_score_multiply_adds(n, d);
+    confirm.add_row({long(n), long(d), long(dk), fac, mer, crossover_head_dim(n, d), fac < mer});
+  }
+  cli.write_table(confirm, kCostsConfirmTable);
 
   // S2 timing: float, one thread, serially so runs never compete; both forms of every configuration round-robin,
   // `repeats` rounds, every run a row (the judge takes the medians and their intervals).
@@ -345,6 +379,28 @@ ClaimRow judge_s2(const ExperimentCli& cli, const std::filesystem::path& dir) {
                       min_cross_frac, max_cross_frac, by_fraction, judge_s2_timing(cli, dir))};
 }
 
+// S2.c from qk_merge_costs_confirm.csv: where the counted comparison and the statement's exact criterion
+// d_k (2d + n) < d (d + n) disagree, and where the crossover d (d + n)/(2d + n) leaves (d/2, d), in integers.
+ClaimRow judge_s2_correction(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TableReader t(dir / kCostsConfirmTable);
+  std::int64_t mismatches = 0, outside = 0, at_crossover = 0;
+  for (std::size_t i = 0; i < t.rows(); ++i) {
+    const std::int64_t n = t.integer(i, col::n), d = t.integer(i, col::d), dk = t.integer(i, col::d_k);
+    const bool counted = t.real(i, col::factored_madds) < t.real(i, col::merged_madds);
+    mismatches += counted != (dk * (2 * d + n) < d * (d + n));
+    outside += !(2 * d * (d + n) > d * (2 * d + n) && d * (d + n) < d * (2 * d + n));
+    at_crossover += dk * (2 * d + n) == d * (d + n);
+  }
+  const std::int64_t failures = mismatches + outside;
+  return correction_row("S2.c", failures <= correction_definition("S2.c").threshold ? Verdict::holds : Verdict::fails,
+                        static_cast<double>(failures), cli.evidence_path(kCostsConfirmTable),
+                        fmt::format("{} (n, d, d_k) points, n in {{{}}}, d in {{{}}}: the counted comparison disagrees with "
+                                    "the criterion at {}, the crossover leaves (d/2, d) at {}; {} points sit exactly on the "
+                                    "crossover (equal counts: not cheaper)",
+                                    t.rows(), fmt::join(t.distinct_integers(col::n), ", "),
+                                    fmt::join(t.distinct_integers(col::d), ", "), mismatches, outside, at_crossover));
+}
+
 // S3 from qk_merge_head_split.csv: the fixed-order kernel bitwise in every trial and Eigen's GEMM within
 // rounding. Two criteria, both needed; no condition under which it holds in part.
 ClaimRow judge_s3(const ExperimentCli& cli, const std::filesystem::path& dir) {
@@ -381,7 +437,8 @@ int main(int argc, char** argv) {
   cli.parse(argc, argv);
   return run_experiment(cli, {[&](const Shard& shard) { measure_merge(cli, shard, repeats); },
                               [&](const std::filesystem::path& dir) {
-                                return std::vector<ClaimRow>{judge_s1(cli, dir), judge_s2(cli, dir), judge_s3(cli, dir)};
+                                return std::vector<ClaimRow>{judge_s1(cli, dir), judge_s2(cli, dir), judge_s3(cli, dir),
+                                                             judge_s2_correction(cli, dir)};
                               }});
 }
 

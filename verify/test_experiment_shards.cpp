@@ -25,8 +25,7 @@ using attnlab::testing::ScratchDir;
 namespace {
 
 bool is_timing_table(const std::string& name) { return name.ends_with("_timing.csv"); }
-// The ledgers (claims.csv, corrections.csv) cite their evidence by path, which differs by directory: compared row
-// by row below, not byte for byte.
+// The ledgers (claims.csv, corrections.csv) cite their run's own paths: compared row by row below.
 bool is_table(const std::string& name) { return name.ends_with(".csv") && name != kClaimsFile && name != kCorrectionsFile; }
 
 // Whether a ledger row's verdict, observed value and note rest on wall-clock times: its evidence is a
@@ -95,7 +94,9 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
   REQUIRE(!tables.empty());
   const auto whole_ledger = read_ledger(whole.path() / kClaimsFile);
   REQUIRE(!whole_ledger.empty());
-  const auto whole_corrections = read_ledger(whole.path() / kCorrectionsFile);  // empty if the experiment corrects nothing
+  // The corrected statements' ledger, where the experiment judges any.
+  const bool corrects = std::filesystem::exists(whole.path() / kCorrectionsFile);
+  const auto whole_corrections = corrects ? read_ledger(whole.path() / kCorrectionsFile) : std::vector<ClaimRow>{};
 
   // One more shard than the largest sweep has configurations (a 1/1 shard's stamp lists the sweep sizes):
   // the shards past a sweep's configurations run none of it.
@@ -133,7 +134,8 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
         REQUIRE(r.exit_status == 0);
       }
       CHECK(std::filesystem::exists(dir / (std::string(name) + ".shard.json")));
-      CHECK(!std::filesystem::exists(dir / kClaimsFile));  // a shard measures; only the judge writes the ledgers
+      // A shard measures; only the judge writes the ledgers.
+      CHECK(!std::filesystem::exists(dir / kClaimsFile));
       CHECK(!std::filesystem::exists(dir / kCorrectionsFile));
       merge_args.push_back(dir.string());
     }
@@ -152,11 +154,9 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
       else
         CHECK(read_text(merged.path() / f) == read_text(whole.path() / f));
     }
-    // Both ledgers: the claims, and the corrected statements (their rows carry `corrects` as well).
-    for (const char* file : {kClaimsFile, kCorrectionsFile}) {
+    const auto compare_ledgers = [&](const char* file, const std::vector<ClaimRow>& whole_rows) {
       INFO("ledger: " << file);
       const auto ledger = read_ledger(merged.path() / file);
-      const auto& whole_rows = std::string(file) == kClaimsFile ? whole_ledger : whole_corrections;
       REQUIRE(ledger.size() == whole_rows.size());
       for (std::size_t r = 0; r < ledger.size(); ++r) {
         const ClaimRow &a = ledger[r], &b = whole_rows[r];
@@ -173,6 +173,9 @@ TEST_CASE("sharded quick run: shards merged and judged equal the whole run") {
         // Notes may cite evidence paths, which differ by directory only.
         if (!(times && note_cites_timings(b))) CHECK(a.note == replace_all(b.note, whole.path().string(), merged.path().string()));
       }
-    }
+    };
+    compare_ledgers(kClaimsFile, whole_ledger);
+    CHECK(std::filesystem::exists(merged.path() / kCorrectionsFile) == corrects);
+    if (corrects) compare_ledgers(kCorrectionsFile, whole_corrections);
   }
 }

@@ -1,5 +1,6 @@
 // One regression instance measured as G4-G6 measure it (theory/lowrank_instance), the per-family verdict
-// G5, G6 and G11 share (lab/family_verdict), and the rank of a trained layer's X' = [z | 1] (issue 15).
+// G5, G6 and G11 share (lab/family_verdict), the rank of a trained layer's X' = [z | 1] (issue 15), and the
+// families of X the corrected statements' confirming sweeps draw (lab/regression_inputs).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "attnlab/core/rng.hpp"
 #include "attnlab/lab/family_verdict.hpp"
+#include "attnlab/lab/regression_inputs.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "attnlab/theory/lowrank_instance.hpp"
 #include "support.hpp"
@@ -90,3 +92,36 @@ TEST_CASE("judge_by_family: holds, conditional and fails, naming the families an
         "all instances pass in: []; not in: [a 0/3; b 1/2]; cond(X) 1..20");
 }
 
+
+TEST_CASE("regression_confirming_families: the shapes, ranks and singular values their names promise") {
+  Rng rng(kLowrankInstanceSeed + 3);
+  INFO("seed " << kLowrankInstanceSeed + 3);
+  // The claims' families come first, unchanged, so the claims' sweeps draw what they drew before.
+  const auto& claims = regression_families();
+  const auto& confirming = regression_confirming_families();
+  REQUIRE(confirming.size() == claims.size() + 3);
+  for (std::size_t i = 0; i < claims.size(); ++i) CHECK(std::string(confirming[i].name) == claims[i].name);
+  for (Eigen::Index d : {4, 12, 20}) {
+    for (const auto& fam : confirming) {
+      INFO(fam.name << " d=" << d);
+      const Mat<double> x = regression_x(fam.name, d, rng);
+      CHECK(x.rows() == regression_rows(fam.name, d));
+      CHECK(x.cols() == d);
+      const XSpectrum sx = x_spectrum(x);
+      CHECK((sx.rank == d) == fam.full_column_rank);
+      const std::string name = fam.name;
+      const double tol = 100 * double(d) * 2.2e-16;
+      if (name == "orthonormal_rows") {
+        CHECK(x.rows() == d / 2);
+        CHECK((x * x.transpose() - Mat<double>::Identity(d / 2, d / 2)).norm() <= tol);
+      } else if (name == "scaled_partial_isometry") {
+        CHECK(sx.rank == d / 2);
+        CHECK(sx.cond - 1 <= tol);
+        CHECK(std::abs(sx.norm2 - 3) <= 3 * tol);
+      } else if (name == "low_rank") {
+        CHECK(sx.rank == d / 2);
+        CHECK(sx.cond > 1.01);  // a generic product: unequal singular values
+      }
+    }
+  }
+}

@@ -184,3 +184,30 @@ TEST_CASE("spectra_init_residual_not_reorthogonalized: caught by the Lanczos pat
   ATTNLAB_CHECK_RATIO_LE(orthogonality_ratio(qr.vectors), kResidualRatioThreshold, "QR path orthogonality");
 }
 
+
+TEST_CASE("qk_confirming_families: the claims' families, then W_K = W_Q D, symmetric with d_k eigenvalues of both signs") {
+  Rng rng(kSymEigenSeed + 4);
+  INFO("seed " << kSymEigenSeed + 4);
+  const auto& claims = qk_weight_families();
+  const auto& confirming = qk_confirming_families();
+  REQUIRE(confirming.size() == claims.size() + 1);
+  for (std::size_t i = 0; i < claims.size(); ++i) CHECK(confirming[i].name == claims[i].name);
+  CHECK(qk_family_description("symmetric_indefinite") == confirming.back().description);
+  int mixed = 0;
+  for (auto [d, dk] : std::vector<std::pair<int, int>>{{1, 1}, {3, 2}, {12, 9}, {40, 10}, {60, 60}}) {
+    INFO("d=" << d << " d_k=" << dk);
+    const QkWeights w = make_qk_weights("symmetric_indefinite", d, dk, rng);
+    for (Eigen::Index j = 0; j < dk; ++j) CHECK((w.wk.col(j) == w.wq.col(j) || w.wk.col(j) == -w.wq.col(j)));
+    const Mat<double> m = qk_product(w.wq, w.wk);
+    // Each entry of M and of M^T is a sum of the same d_k products: equal up to the order of summation.
+    CHECK(skew_part(m).norm() <= 10 * dk * 2.2e-16 * m.norm());
+    const Vec<double> lambda = Eigen::SelfAdjointEigenSolver<Mat<double>>(symmetric_part(m), Eigen::EigenvaluesOnly).eigenvalues();
+    const EigenvalueSigns signs = count_eigenvalue_signs<double>(lambda, d);
+    // M = W_Q D W_Q^T with W_Q of full column rank: its inertia is D's.
+    const Eigen::Index flipped = (w.wk.array() != w.wq.array()).colwise().any().count();
+    CHECK(signs.nonzero == dk);
+    CHECK(signs.negative == flipped);
+    mixed += signs.positive > 0 && signs.negative > 0;
+  }
+  CHECK(mixed >= 2);  // random signs: with d_k of 9, 10 and 60, both signs appear (all-equal has probability < 2^-8)
+}

@@ -41,6 +41,13 @@ ClaimRow correction_row(const std::string& id, Verdict verdict, double observed,
   return row;
 }
 
+ClaimRow correction_by_condition(const std::string& id, const WorstByCondition& worst, const std::string& evidence,
+                                 const std::string& note) {
+  const Judgement j = judge_by_condition(worst, correction_definition(id).threshold);
+  const std::string joined = j.note.empty() ? note : note.empty() ? j.note : j.note + " " + note;
+  return correction_row(id, j.verdict, j.observed, evidence, joined);
+}
+
 std::uint64_t confirming_seed(std::uint64_t seed) {
   // A salt no sweep uses: derive_seed(seed, i) with the trial index i, which stays far below it.
   return derive_seed(seed, 0xC0FF1E5EEDULL);

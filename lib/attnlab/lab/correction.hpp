@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 namespace attnlab {
 
@@ -33,6 +34,14 @@ const CorrectionDefinition& correction_definition(const std::string& id);
 // evidence (the confirming run's table) and note. The experiment fills in itself (ExperimentCli::write_claims).
 ClaimRow correction_row(const std::string& id, Verdict verdict, double observed, const std::string& evidence,
                         const std::string& note);
+
+// The row of correction `id` judged by judge_by_condition: each condition's worst value against the definition's
+// threshold (holds, conditional or fails). Its note is the judgement's (the conditions where the statement fails,
+// if any) followed by `note`.
+//   WorstByCondition w;  w.add("gaussian", "gaussian weights", ratio);  ...
+//   rows.push_back(correction_by_condition("R4.c", w, cli.evidence_path(kConfirmTable), "288 configurations"));
+ClaimRow correction_by_condition(const std::string& id, const WorstByCondition& worst, const std::string& evidence,
+                                 const std::string& note);
 
 // The seed of a correction's confirming sweep: a base seed no claim's sweep derives from `seed`, so that the
 // data that suggested a statement never confirms it.

@@ -19,9 +19,18 @@ const std::vector<QkFamily>& qk_weight_families() {
   return families;
 }
 
+const std::vector<QkFamily>& qk_confirming_families() {
+  static const std::vector<QkFamily> families = [] {
+    std::vector<QkFamily> out = qk_weight_families();
+    out.push_back({"symmetric_indefinite", "symmetric indefinite weights (W_K = W_Q D, D = diag(+-1))"});
+    return out;
+  }();
+  return families;
+}
+
 const std::string& qk_family_description(const std::string& family) {
   static const std::string given = "the given weights";
-  for (const auto& f : qk_weight_families())
+  for (const auto& f : qk_confirming_families())
     if (f.name == family) return f.description;
   if (family == kGivenFamily) return given;
   throw std::invalid_argument("unknown weight family '" + family + "'");
@@ -53,6 +62,11 @@ QkWeights make_qk_weights(const std::string& family, Eigen::Index d, Eigen::Inde
   } else if (family == "large_norm") {
     w.wq = gaussian_matrix(d, dk, rng, 1e3 * s);
     w.wk = gaussian_matrix(d, dk, rng, 1e3 * s);
+  } else if (family == "symmetric_indefinite") {
+    w.wq = gaussian_matrix(d, dk, rng, s);
+    w.wk = w.wq;
+    for (Eigen::Index j = 0; j < dk; ++j)
+      if (rng.uniform() < 0.5) w.wk.col(j) = -w.wk.col(j);  // an exact sign flip: M = W_Q D W_Q^T stays symmetric
   } else {
     throw std::invalid_argument("unknown weight family '" + family + "'");
   }

@@ -27,7 +27,13 @@ struct QkFamily {
 //   large_norm       gaussian scaled by 1e3: scores of order 1e6
 const std::vector<QkFamily>& qk_weight_families();
 
-// The description of a family by name ("given" for the user's weights, see given_inputs.hpp); throws std::invalid_argument for an unknown one.
+// The families of the corrected statements' confirming sweeps (lab/correction.hpp): those above and one that
+// no claim's sweep draws, so that a statement found on the families above meets a fresh one:
+//   symmetric_indefinite  W_Q ~ N(0, 1/d), W_K = W_Q D with D = diag(+-1) of random signs: W_Q W_K^T is
+//                         symmetric (R_w = 0) without W_K = W_Q, and S_w has eigenvalues of both signs
+const std::vector<QkFamily>& qk_confirming_families();
+
+// The description of a family of either list by name ("given" for the user's weights, see given_inputs.hpp); throws std::invalid_argument for an unknown one.
 const std::string& qk_family_description(const std::string& family);
 
 QkWeights make_qk_weights(const std::string& family, Eigen::Index d, Eigen::Index dk, Rng& rng);

@@ -24,9 +24,20 @@ const std::vector<RegressionFamily>& regression_families() {
   return families;
 }
 
+const std::vector<RegressionFamily>& regression_confirming_families() {
+  static const std::vector<RegressionFamily> families = [] {
+    std::vector<RegressionFamily> out = regression_families();
+    out.push_back({"orthonormal_rows", false});
+    out.push_back({"scaled_partial_isometry", false});
+    out.push_back({"low_rank", false});
+    return out;
+  }();
+  return families;
+}
+
 Eigen::Index regression_rows(const std::string& family, Eigen::Index d) {
   if (family == "orthogonal_square") return d;
-  if (family == "rank_deficient") return d / 2;  // d_s < d_e
+  if (family == "rank_deficient" || family == "orthonormal_rows") return d / 2;  // d_s < d_e
   return 2 * d;
 }
 
@@ -36,6 +47,13 @@ Mat<double> regression_x(const std::string& family, Eigen::Index d, Rng& rng) {
   if (family == "scaled_orthonormal") return kScale * random_orthonormal(n, d, rng);
   if (family == "well_conditioned") return matrix_with_singular_values(n, d, geometric_spectrum(d, kWellCond), rng);
   if (family == "ill_conditioned") return matrix_with_singular_values(n, d, geometric_spectrum(d, kIllCond), rng);
+  if (family == "orthonormal_rows") return random_orthonormal(d, n, rng).transpose();
+  if (family == "scaled_partial_isometry") {
+    Eigen::VectorXd s = Eigen::VectorXd::Zero(d);
+    s.head(d / 2).setConstant(kScale);
+    return matrix_with_singular_values(n, d, s, rng);
+  }
+  if (family == "low_rank") return gaussian_matrix(n, d / 2, rng) * gaussian_matrix(d / 2, d, rng);
   return gaussian_matrix(n, d, rng);  // gaussian, rank_deficient
 }
 

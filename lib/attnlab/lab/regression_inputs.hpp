@@ -24,7 +24,16 @@ struct RegressionFamily {
 };
 const std::vector<RegressionFamily>& regression_families();
 
-// The rows n of family's X at width d (d, d/2 or 2d).
+// The families of the corrected statements' confirming sweeps (lab/correction.hpp): those above and three that
+// no claim's sweep draws, rank-deficient in ways the families above are not:
+//   orthonormal_rows         d/2 x d with orthonormal rows (X X^T = I): every nonzero singular value 1
+//   scaled_partial_isometry  2d x d, 3 U V^T with U, V orthonormal of d/2 columns: rank d/2, every nonzero
+//                            singular value 3
+//   low_rank                 2d x d, the product of N(0, 1) matrices 2d x d/2 and d/2 x d: rank d/2 with
+//                            unequal singular values, neither full row nor full column rank
+const std::vector<RegressionFamily>& regression_confirming_families();
+
+// The rows n of family's X (of either list) at width d (d, d/2 or 2d).
 Eigen::Index regression_rows(const std::string& family, Eigen::Index d);
 
 // X of `family` (n = regression_rows(family, d)); an unknown name draws the gaussian family.

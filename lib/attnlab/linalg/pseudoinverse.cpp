@@ -1,6 +1,7 @@
 // Moore-Penrose pseudoinverses three ways and the Penrose conditions.
 #include "attnlab/linalg/pseudoinverse.hpp"
 
+#include "attnlab/linalg/checked_svd.hpp"
 #include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/numerical_rank.hpp"
 
@@ -16,9 +17,10 @@ Pseudoinverse<T> pinv_from_svd(const Mat<T>& a, Cutoff cutoff) {
     out.pinv = Mat<T>::Zero(a.cols(), a.rows());
     return out;
   }
-  // a is m x n; U is m x k, V is n x k with k = min(m, n).
-  Eigen::BDCSVD<Mat<T>> svd(a, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Vec<T>& s = svd.singularValues();
+  // a is m x n; U is m x k, V is n x k with k = min(m, n). Checked: Eigen's BDCSVD is wrong on some matrices
+  // (checked_svd.hpp).
+  const CheckedSvd<T> svd = checked_svd<T>(a);
+  const Vec<T>& s = svd.s;
   out.cutoff = cutoff(s);
   out.sigma_max = static_cast<double>(s(0));
   Vec<T> inv = Vec<T>::Zero(s.size());
@@ -28,7 +30,7 @@ Pseudoinverse<T> pinv_from_svd(const Mat<T>& a, Cutoff cutoff) {
       ++out.rank;
       out.sigma_min_kept = static_cast<double>(s(i));  // sorted, largest first
     }
-  out.pinv = svd.matrixV() * inv.asDiagonal() * svd.matrixU().transpose();
+  out.pinv = svd.v * inv.asDiagonal() * svd.u.transpose();
   return out;
 }
 

@@ -19,7 +19,7 @@ struct Pseudoinverse {
   double sigma_min_kept = 0;  // smallest singular value above the cutoff (SVD only): kappa = sigma_max / this
 };
 
-// A^+ = V diag(1/s_i for s_i > cutoff) U^T from a BDCSVD of A (m x n). A negative
+// A^+ = V diag(1/s_i for s_i > cutoff) U^T from the checked thin SVD of A (m x n; checked_svd.hpp). A negative
 // `cutoff` means the default of rank_tolerance: max(m, n) * eps * s_max. Example:
 //   const auto p = pinv_svd<double>(x);   // p.pinv is n x m, p.rank = numerical rank
 template <typename T>

@@ -8,16 +8,14 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 
 namespace attnlab {
 
 XSpectrum x_spectrum(const Mat<double>& x) {
-  const auto p = pinv_svd<double>(x);
-  const Vec<double> s = Eigen::BDCSVD<Mat<double>>(x).singularValues();
-  return {s(0) / s(p.rank - 1), s(0), p.rank};
+  const auto p = pinv_svd<double>(x);  // its rank, and the checked SVD's extreme singular values kept
+  return {p.sigma_max / p.sigma_min_kept, p.sigma_max, p.rank};
 }
 
 double objective_unit(Eigen::Index n, Eigen::Index d, const XSpectrum& sx, double b_norm2) {

@@ -7,7 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "attnlab/linalg/decompositions.hpp"
+#include "attnlab/linalg/checked_svd.hpp"
+#include "attnlab/linalg/numerical_rank.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 
 namespace attnlab {
@@ -30,10 +31,10 @@ Mat<double> unconstrained_minimiser(const Mat<double>& b, const Mat<double>& x) 
 }
 
 LowRankFactors truncated_svd_factors(const Mat<double>& z, Eigen::Index r) {
-  Eigen::BDCSVD<Mat<double>> svd(z, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Eigen::Index k = std::min<Eigen::Index>(r, svd.singularValues().size());
-  const Vec<double> root = svd.singularValues().head(k).cwiseSqrt();
-  return {svd.matrixU().leftCols(k) * root.asDiagonal(), svd.matrixV().leftCols(k) * root.asDiagonal()};
+  const CheckedSvd<double> svd = checked_svd<double>(z);
+  const Eigen::Index k = std::min<Eigen::Index>(r, svd.s.size());
+  const Vec<double> root = svd.s.head(k).cwiseSqrt();
+  return {svd.u.leftCols(k) * root.asDiagonal(), svd.v.leftCols(k) * root.asDiagonal()};
 }
 
 LowRankFactors recipe_lowrank(const Mat<double>& b, const Mat<double>& x, Eigen::Index r) {
@@ -42,7 +43,7 @@ LowRankFactors recipe_lowrank(const Mat<double>& b, const Mat<double>& x, Eigen:
 }
 
 double remark21_value(const Mat<double>& z_star, Eigen::Index r) {
-  const Vec<double> s = Eigen::BDCSVD<Mat<double>>(z_star).singularValues();
+  const Vec<double> s = checked_svd<double>(z_star).s;
   double tail = 0;
   for (Eigen::Index i = r; i < s.size(); ++i) tail += s(i) * s(i);
   return tail;
@@ -50,28 +51,28 @@ double remark21_value(const Mat<double>& z_star, Eigen::Index r) {
 
 ClosedFormLowRank closed_form_lowrank(const Mat<double>& b, const Mat<double>& x, Eigen::Index r) {
   check_shapes(b, x, r, "closed_form_lowrank");
-  // pass 1: thin SVD of X, kept to its numerical rank rho.
-  const auto px = pinv_svd<double>(x);  // gives the rank at the default cutoff
-  Eigen::BDCSVD<Mat<double>> svd(x, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Eigen::Index rho = px.rank;
-  const Mat<double> u = svd.matrixU().leftCols(rho);                       // n x rho
-  const Mat<double> v = svd.matrixV().leftCols(rho);                       // d x rho
-  const Vec<double> s_inv = svd.singularValues().head(rho).cwiseInverse();  // rho
+  // pass 1: thin SVD of X (checked: checked_svd.hpp), kept to its numerical rank rho, the rank pinv_svd gives.
+  const CheckedSvd<double> svd = checked_svd<double>(x);
+  const double tolerance = rank_tolerance<double>(svd.s, x.rows(), x.cols());
+  const Eigen::Index rho = (svd.s.array() > tolerance).count();
+  const Mat<double> u = svd.u.leftCols(rho);                 // n x rho
+  const Mat<double> v = svd.v.leftCols(rho);                 // d x rho
+  const Vec<double> s_inv = svd.s.head(rho).cwiseInverse();  // rho
   // pass 2: C = U^T B U and the part of B outside range(X) x range(X).
   const Mat<double> c = u.transpose() * b * u;
   ClosedFormLowRank out;
   out.x_rank = rho;
   out.unreachable = (b - u * c * u.transpose()).squaredNorm();
   // pass 3: Eckart-Young on C, where the Frobenius norm is unweighted.
-  Eigen::BDCSVD<Mat<double>> svd_c(c, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  const Vec<double>& sc = svd_c.singularValues();
+  const CheckedSvd<double> svd_c = checked_svd<double>(c);
+  const Vec<double>& sc = svd_c.s;
   const Eigen::Index k = std::min(r, rho);
   for (Eigen::Index i = k; i < sc.size(); ++i) out.tail += sc(i) * sc(i);
   // pass 4: map the factors of [C]_r back through V S^{-1}.
   const Vec<double> root = sc.head(k).cwiseSqrt();
   const Mat<double> back = v * s_inv.asDiagonal();  // d x rho
-  out.factors.left = back * svd_c.matrixU().leftCols(k) * root.asDiagonal();
-  out.factors.right = back * svd_c.matrixV().leftCols(k) * root.asDiagonal();
+  out.factors.left = back * svd_c.u.leftCols(k) * root.asDiagonal();
+  out.factors.right = back * svd_c.v.leftCols(k) * root.asDiagonal();
   return out;
 }
 
@@ -114,7 +115,7 @@ FactoredSearchResult factored_minimiser(const Mat<double>& b, const Mat<double>&
   }
   const Mat<double> g = lowrank_gradient<double>(b, x, out.best.product());
   const double grad_norm = std::sqrt((g * out.best.right).squaredNorm() + (g.transpose() * out.best.left).squaredNorm());
-  const double x2 = Eigen::BDCSVD<Mat<double>>(x).singularValues()(0);
+  const double x2 = checked_svd<double>(x).s(0);
   const double scale = x2 * x2 * std::sqrt(b_norm2) * (out.best.left.norm() + out.best.right.norm());
   out.stationarity = scale > 0 ? grad_norm / scale : grad_norm;
   return out;
