@@ -13,6 +13,7 @@
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
 #include "attnlab/io/ledger.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/fit_table.hpp"
 #include "attnlab/lab/interleaved_timing.hpp"
@@ -55,6 +56,9 @@ constexpr Eigen::Index kLandmarks = 64, kProjected = 64, kFeatures = 64;
 // it by at most 0.3 (cache effects and lower-order terms move exponents by a tenth or
 // two); a smaller exponent agrees too.
 constexpr double kExponentTolerance = 0.3;
+// U14.c's workspace exponents in n, as its statement in corrections.tsv fixed them before its confirming run: exact
+// attention n^2 (its n x n scores), every other method n; a counted exponent agrees within kExponentTolerance.
+double corrected_memory_exponent(const std::string& method) { return method == "exact" ? 2 : 1; }
 
 using Stack = HeadStack<float>;
 
@@ -135,6 +139,10 @@ constexpr const char* kScalingMediansTable = "five_attentions_scaling_medians_ti
 constexpr const char* kScalingFitsTable = "five_attentions_scaling_fits_timing.csv";
 constexpr const char* kGridMediansTable = "five_attentions_grid_medians_timing.csv";
 constexpr const char* kGridCellsTable = "five_attentions_grid_cells_timing.csv";
+// U14.c's confirming sweep (each user kernel's timed runs, with its counted workspace) and the judge's medians and fits.
+constexpr const char* kConfirmTable = "five_attentions_confirm_timing.csv";
+constexpr const char* kConfirmMediansTable = "five_attentions_confirm_medians_timing.csv";
+constexpr const char* kConfirmFitsTable = "five_attentions_confirm_fits_timing.csv";
 
 // The key columns of the two tables of timed runs (timed_run_columns adds round and seconds).
 std::vector<Column> scaling_keys() {
@@ -154,6 +162,36 @@ struct ScalingShape {
 ScalingShape scaling_shape(bool quick) {
   return {quick ? 32 : 64, quick ? std::vector<Eigen::Index>{128, 256, 512, 1024}
                                  : std::vector<Eigen::Index>{256, 512, 1024, 2048, 4096, 8192}};
+}
+
+// U14.c's confirming shape: a d and lengths n the main sweep does not use.
+ScalingShape confirm_shape(bool quick) {
+  return {quick ? 24 : 48, quick ? std::vector<Eigen::Index>{192, 384, 768, 1536}
+                                 : std::vector<Eigen::Index>{384, 768, 1536, 3072, 6144}};
+}
+std::vector<Column> confirm_keys() {
+  return {text_col(col::method), text_col(col::impl), int_col(col::n), int_col(col::d), real_col(col::workspace_bytes)};
+}
+
+// One head's inputs at one length of a scaling sweep, with each method's draws (one per method, in all's order).
+struct ScalingInput {
+  Stack q, k, v;
+  MethodParams p;
+  std::vector<MethodDraws> draws;
+};
+
+// The inputs of every length of `shape`, drawn in turn from `rng` in the sweep's order.
+std::vector<ScalingInput> draw_scaling_inputs(const ScalingShape& shape, const std::vector<Method>& all, Rng& rng) {
+  std::vector<ScalingInput> inputs;
+  inputs.reserve(shape.ns.size());
+  for (Eigen::Index n : shape.ns) {
+    Stack q = gaussian_stack(1, 1, n, shape.d, rng), k = gaussian_stack(1, 1, n, shape.d, rng),
+          v = gaussian_stack(1, 1, n, shape.d, rng);
+    ScalingInput in{std::move(q), std::move(k), std::move(v), params_at(n), {}};
+    for (const Method& m : all) in.draws.push_back(m.method.draw(in.p, n, shape.d, rng));
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
 }
 
 // U14's counted work and memory: exact functions of the shapes, so the shard's block of the
@@ -186,23 +224,10 @@ void measure_timings(const ExperimentCli& cli, const std::vector<Method>& all, c
   const ScalingShape shape = scaling_shape(quick);
   CsvTable scaling(timed_run_columns(scaling_keys()));
   if (time_scaling || time_grid) {
-    struct Input {
-      Stack q, k, v;
-      MethodParams p;
-      std::vector<MethodDraws> draws;  // one per method, in all's order
-    };
-    std::vector<Input> inputs;  // per n, drawn in the sweep's order
-    inputs.reserve(shape.ns.size());
-    for (Eigen::Index n : shape.ns) {
-      Stack q = gaussian_stack(1, 1, n, shape.d, rng), k = gaussian_stack(1, 1, n, shape.d, rng),
-            v = gaussian_stack(1, 1, n, shape.d, rng);
-      Input in{std::move(q), std::move(k), std::move(v), params_at(n), {}};
-      for (const Method& m : all) in.draws.push_back(m.method.draw(in.p, n, shape.d, rng));
-      inputs.push_back(std::move(in));
-    }
+    const std::vector<ScalingInput> inputs = draw_scaling_inputs(shape, all, rng);
     if (time_scaling) {
       std::vector<TimedKernel> kernels;
-      for (const Input& in : inputs)
+      for (const ScalingInput& in : inputs)
         for (std::size_t i = 0; i < all.size(); ++i)
           for (Impl impl : all[i].impls()) kernels.push_back({&all[i], impl, &in.p, &in.draws[i], &in.q, &in.k, &in.v});
       Progress p14("U14 scaling", kTimedRounds + 1);
@@ -242,6 +267,30 @@ void measure_timings(const ExperimentCli& cli, const std::vector<Method>& all, c
       }
   }
   cli.write_table(grid, kGridTable);
+}
+
+// U14.c's confirming sweep (timing sweep 2), whole in one shard: one head at confirm_shape's d and lengths, inputs and
+// each method's draws from one stream of the confirming seed; every method's user kernel at every length
+// round-robin, kTimedRounds rounds, each with its counted workspace.
+void measure_confirm(const ExperimentCli& cli, const std::vector<Method>& all, const Shard& shard) {
+  CsvTable timing(timed_run_columns(confirm_keys()));
+  if (shard.runs_whole(2)) {
+    const ScalingShape shape = confirm_shape(cli.options().quick);
+    Rng rng(derive_seed(confirming_seed(cli.options().seed), 0));
+    const std::vector<ScalingInput> inputs = draw_scaling_inputs(shape, all, rng);
+    std::vector<TimedKernel> kernels;
+    for (const ScalingInput& in : inputs)
+      for (std::size_t i = 0; i < all.size(); ++i) kernels.push_back({&all[i], all[i].user_impl(), &in.p, &in.draws[i], &in.q, &in.k, &in.v});
+    Progress progress("U14.c confirming timing", kTimedRounds + 1);
+    const auto seconds = time_kernels(kernels, progress);
+    for (std::size_t j = 0; j < kernels.size(); ++j) {
+      const TimedKernel& t = kernels[j];
+      const Eigen::Index n = t.q->n();
+      add_timed_runs(timing, {t.method->name(), to_string(t.impl), n, shape.d,
+                              t.method->method.cost(*t.params, n, shape.d, sizeof(float)).workspace_bytes}, seconds[j]);
+    }
+  }
+  cli.write_table(timing, kConfirmTable);
 }
 
 // U14 from five_attentions_cost.csv (counted work and workspace) and five_attentions_scaling_timing.csv (the
@@ -354,6 +403,46 @@ ClaimRow judge_grid(const ExperimentCli& cli, const std::filesystem::path& dir) 
           static_cast<double>(undecided_or_failing), 0.0, cli.evidence_path(kGridTable), u15.note};
 }
 
+// U14.c from five_attentions_confirm_timing.csv, by the statement's parts (judge_timed_parts: every part must hold):
+// each method's time exponent in n (fitted to the medians of its user kernel's runs) with its whole 95% interval at
+// or below Table 1's + 0.3 (judge_band), and its counted workspace exponent within 0.3 of the corrected one (exact,
+// so an interval of zero width: decided either way).
+ClaimRow judge_confirm(const ExperimentCli& cli, const std::vector<Method>& all, const std::filesystem::path& dir) {
+  const TimedMedians medians(TableReader(dir / kConfirmTable), confirm_keys());
+  cli.write_table(medians.table(), kConfirmMediansTable);
+  CsvTable fit_table(fit_columns({text_col(col::method), text_col(col::quantity)}));
+  std::vector<TimedPart> parts;
+  std::int64_t d = 0;
+  const double unbounded = std::numeric_limits<double>::infinity();
+  for (const Method& m : all) {
+    std::vector<double> x, secs, bytes;
+    for (std::size_t i : medians.where({{col::method, m.name()}})) {
+      d = medians.integer(i, col::d);
+      x.push_back(static_cast<double>(medians.integer(i, col::n)));
+      secs.push_back(medians.time(i).median);
+      bytes.push_back(medians.real(i, col::workspace_bytes));
+    }
+    const PowerLawFit t = fit_power_law(x, secs), b = fit_power_law(x, bytes);
+    fit_table.add_row(fit_row({m.name(), "time"}, t));
+    fit_table.add_row(fit_row({m.name(), "workspace"}, b));
+    const double t1 = m.table1_time_exponent_n, m1 = corrected_memory_exponent(m.name());
+    const BandJudgement time = judge_band({t.slope - t1, t.slope_interval.lower - t1, t.slope_interval.upper - t1}, -unbounded,
+                                          kExponentTolerance);
+    const BandJudgement memory = judge_band(exact_estimate(b.slope), m1 - kExponentTolerance, m1 + kExponentTolerance);
+    parts.push_back({{m.name() + "'s time exponent", time.outcome, time.margin},
+                     fmt::format("{} time ~ n^{:.2f} [{:.2f}, {:.2f}], at most {:g} (margin {})", m.name(), t.slope,
+                                 t.slope_interval.lower, t.slope_interval.upper, t1 + kExponentTolerance, margin_text(time.margin))});
+    parts.push_back({{m.name() + "'s workspace exponent (counted)", memory.outcome, memory.margin},
+                     fmt::format("{} workspace ~ n^{:.2f} (counted), within {:g} of {:g}", m.name(), b.slope, kExponentTolerance, m1)});
+  }
+  cli.write_table(fit_table, kConfirmFitsTable);
+  const Judgement j = judge_timed_parts(parts);
+  return correction_row("U14.c", j.verdict, j.observed, cli.evidence_path(kConfirmTable),
+                        fmt::format("confirming sweep at d = {}, one head, float, each method's user kernel (confirming seed; median "
+                                    "CPU times of {} interleaved rounds in {}, fits in {}): {}",
+                                    d, kTimedRounds, kConfirmMediansTable, kConfirmFitsTable, j.note));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -365,9 +454,10 @@ int main(int argc, char** argv) {
   const auto measure = [&](const Shard& shard) {
     measure_counts(cli, all, shard);
     measure_timings(cli, all, shard);
+    measure_confirm(cli, all, shard);
   };
   const auto judge = [&](const std::filesystem::path& dir) {
-    return std::vector<ClaimRow>{judge_scaling(cli, all, dir), judge_grid(cli, dir)};
+    return std::vector<ClaimRow>{judge_scaling(cli, all, dir), judge_grid(cli, dir), judge_confirm(cli, all, dir)};
   };
   return run_experiment(cli, {measure, judge});
 }

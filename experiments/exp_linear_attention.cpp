@@ -72,6 +72,8 @@ constexpr double kApproximateRelError = 1e-3;
 constexpr double kExponentTolerance = 0.3;
 // U1.c: the corrected statement's domain, head widths from 16 (below it the two errors drift further apart).
 constexpr Eigen::Index kU1cSmallestWidth = 16;
+// U3.c's domain in d, as its statement in corrections.tsv fixed it before its confirming run: d <= 128 and d <= n/8.
+constexpr Eigen::Index kU3cWidestHead = 128, kU3cLengthPerWidth = 8;
 
 struct AccuracyConfig {
   std::string family;
@@ -151,6 +153,10 @@ std::vector<Column> timing_keys() {
           real_col(col::workspace_bytes)};
 }
 constexpr const char* kConfirmTable = "linear_attention_confirm.csv";
+// U3.c's confirming timing sweep and the judge's medians and fits of it.
+constexpr const char* kTimingConfirmTable = "linear_attention_confirm_timing.csv";
+constexpr const char* kTimingConfirmMediansTable = "linear_attention_confirm_medians_timing.csv";
+constexpr const char* kTimingConfirmFitsTable = "linear_attention_confirm_fits_timing.csv";
 
 // U1, U2: configurations (family, n, d, trial) in that nesting, configuration i drawn from
 // derive_seed(seed, i); the given n and d replace the shapes.
@@ -252,6 +258,38 @@ void measure_timing(const ExperimentCli& cli, const Shard& shard) {
     }
   }
   cli.write_table(timing, kTimingTable);
+}
+
+// U3.c's confirming sweep (timing sweep 1), whole in one shard, timed like U3's: fresh n at a fresh d, and fresh
+// d (all within d <= 128, d <= n/8) at a fresh n, four points each; point i drawn from
+// derive_seed(confirming_seed(seed), 1000 + i); every method and point round-robin, kTimedRounds rounds.
+void measure_timing_confirm(const ExperimentCli& cli, const Shard& shard) {
+  const auto& opt = cli.options();
+  CsvTable timing(timed_run_columns(timing_keys()));
+  if (shard.runs_whole(1)) {
+    const std::vector<Eigen::Index> tn = opt.quick ? std::vector<Eigen::Index>{96, 192, 384, 768}
+                                                   : std::vector<Eigen::Index>{384, 768, 1536, 3072};
+    const std::vector<Eigen::Index> td = opt.quick ? std::vector<Eigen::Index>{12, 24, 48, 96}
+                                                   : std::vector<Eigen::Index>{24, 48, 80, 128};
+    const Eigen::Index fixed_d = opt.quick ? 24 : 48, fixed_n = opt.quick ? 768 : 1536;
+    const std::uint64_t seed = confirming_seed(opt.seed);
+    std::vector<TimedPoint> points;
+    points.reserve(3 * (tn.size() + td.size()));
+    std::uint64_t tseed = 0;
+    for (const auto& m : {"softmax", "efficient", "elu"}) {
+      for (auto n : tn) points.emplace_back(m, "n", n, fixed_d, derive_seed(seed, 1000 + tseed++));
+      for (auto d : td) points.emplace_back(m, "d", fixed_n, d, derive_seed(seed, 1000 + tseed++));
+    }
+    std::vector<std::function<void()>> works;
+    for (const TimedPoint& p : points) works.push_back([&p] { p.run(); });
+    Progress progress("U3.c confirming timing", kTimedRounds + 1);
+    const auto seconds = time_interleaved(works, kTimedRounds, true, &progress);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const TimedPoint& p = points[i];
+      add_timed_runs(timing, {p.method, p.sweep, p.n, p.d, p.cost.multiply_adds, p.cost.workspace_bytes}, seconds[i]);
+    }
+  }
+  cli.write_table(timing, kTimingConfirmTable);
 }
 
 // U1, U2 from linear_attention.csv.
@@ -434,6 +472,47 @@ ClaimRow judge_timing(const ExperimentCli& cli, const std::filesystem::path& dir
   return u3;
 }
 
+// U3.c from linear_attention_confirm_timing.csv, by the statement's parts (judge_timed_parts: every part must hold),
+// each a fitted exponent of median CPU times judged by its whole 95% interval (judge_band): in n, each method's within
+// the claimed one +- 0.3 (softmax 2, both linear forms 1); in d, over the points with d <= 128 and d <= n/8, each
+// method's below the claimed one (softmax 1, both linear forms 2).
+ClaimRow judge_timing_confirm(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TimedMedians t(TableReader(dir / kTimingConfirmTable), timing_keys());
+  cli.write_table(t.table(), kTimingConfirmMediansTable);
+  CsvTable fits(fit_columns({text_col(col::method), text_col(col::sweep), real_col(col::claimed_exponent)}));
+  std::vector<TimedPart> parts;
+  std::int64_t fixed_d = 0, fixed_n = 0;
+  for (const char* method : {"softmax", "efficient", "elu"})
+    for (const char* sweep : {"n", "d"}) {
+      const bool in_n = std::string(sweep) == "n";
+      const double claimed = std::string(method) == "softmax" ? (in_n ? 2 : 1) : (in_n ? 1 : 2);
+      std::vector<double> x, y;
+      for (std::size_t i : t.where({{col::method, method}, {col::sweep, sweep}})) {
+        const std::int64_t n = t.integer(i, col::n), d = t.integer(i, col::d);
+        if (in_n) fixed_d = d;
+        else fixed_n = n;
+        if (!in_n && (d > kU3cWidestHead || d * kU3cLengthPerWidth > n)) continue;  // outside the statement's domain
+        x.push_back(static_cast<double>(in_n ? n : d));
+        y.push_back(t.time(i).median);
+      }
+      const PowerLawFit f = fit_power_law(x, y);
+      fits.add_row(fit_row({method, sweep, claimed}, f));
+      const double unbounded = std::numeric_limits<double>::infinity();
+      const BandJudgement b = in_n ? judge_band(slope_estimate(f), claimed - kExponentTolerance, claimed + kExponentTolerance)
+                                   : judge_band(slope_estimate(f), -unbounded, claimed);
+      const std::string what = fmt::format("{}'s time exponent in {}", method, sweep);
+      parts.push_back({{what, b.outcome, b.margin},
+                       fmt::format("{} {:.2f} [{:.2f}, {:.2f}], {} {:g} (margin {})", what, f.slope, f.slope_interval.lower,
+                                   f.slope_interval.upper, in_n ? "within 0.3 of" : "below", claimed, margin_text(b.margin))});
+    }
+  cli.write_table(fits, kTimingConfirmFitsTable);
+  const Judgement j = judge_timed_parts(parts);
+  return correction_row("U3.c", j.verdict, j.observed, cli.evidence_path(kTimingConfirmTable),
+                        fmt::format("confirming sweep in n at d = {} and in d at n = {} (confirming seed, float, one head; median CPU "
+                                    "times of {} interleaved rounds in {}, fits in {}): {}",
+                                    fixed_d, fixed_n, kTimedRounds, kTimingConfirmMediansTable, kTimingConfirmFitsTable, j.note));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -451,12 +530,14 @@ int main(int argc, char** argv) {
     if (cli.uses_given()) return;  // the cost sweep is about sizes, the confirming sweep about our families
     measure_confirm(cli, families, shard);
     measure_timing(cli, shard);
+    measure_timing_confirm(cli, shard);
   };
   const auto judge = [&](const std::filesystem::path& dir) {
     std::vector<ClaimRow> rows = judge_accuracy(cli, dir);
     if (cli.uses_given()) return rows;  // the ledger skips rows of given inputs
     rows.push_back(judge_confirm(cli, dir));
     rows.push_back(judge_timing(cli, dir));
+    rows.push_back(judge_timing_confirm(cli, dir));
     return rows;
   };
   return run_experiment(cli, {measure, judge});

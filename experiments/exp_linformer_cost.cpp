@@ -9,6 +9,7 @@
 
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/progress.hpp"
 #include "attnlab/io/ledger.hpp"
@@ -50,6 +51,10 @@ constexpr const char* workspace_bytes_double = "workspace_bytes_double";
 // tells n from n^1.5 or n^2). A timed exponent counts by its 95% interval: linear when the whole
 // interval lies within, not linear when none of it does, undecided otherwise (judge_band).
 constexpr double kExponentTolerance = 0.2;
+// L2.c's exponent in d', as its statement in corrections.tsv fixed it before its confirming run: below 0.5 for
+// d' <= 256.
+constexpr double kFlatExponentMax = 0.5;
+constexpr Eigen::Index kFlatWidestHead = 256;
 
 struct Point {
   std::string sweep;  // "n", "k" or "d": the size varied
@@ -104,6 +109,26 @@ constexpr const char* kTimingTable = "linformer_cost_timing.csv";
 constexpr const char* kCountFitsTable = "linformer_cost_fits.csv";
 constexpr const char* kTimeFitsTable = "linformer_cost_fits_timing.csv";
 constexpr const char* kMediansTable = "linformer_cost_medians_timing.csv";  // the judge's medians of the timed runs
+// L2.c's confirming sweep and the judge's medians and fits of it.
+constexpr const char* kConfirmTable = "linformer_cost_confirm_timing.csv";
+constexpr const char* kConfirmMediansTable = "linformer_cost_confirm_medians_timing.csv";
+constexpr const char* kConfirmFitsTable = "linformer_cost_confirm_fits_timing.csv";
+
+// L2.c's confirming points: sizes L, k and d' the main sweep does not use, four per sweep, every d' <= 256.
+std::vector<Point> make_confirm_points(bool quick) {
+  std::vector<Point> p;
+  const std::vector<Eigen::Index> ns = quick ? std::vector<Eigen::Index>{384, 768, 1536, 3072}
+                                             : std::vector<Eigen::Index>{640, 1280, 2560, 5120};
+  const std::vector<Eigen::Index> ks = quick ? std::vector<Eigen::Index>{24, 48, 96, 192}
+                                             : std::vector<Eigen::Index>{48, 96, 192, 384};
+  const std::vector<Eigen::Index> ds = quick ? std::vector<Eigen::Index>{12, 24, 48, 96}
+                                             : std::vector<Eigen::Index>{24, 48, 96, 192};
+  for (Eigen::Index n : ns) p.push_back({"n", n, quick ? 24 : 48, quick ? 48 : 128});
+  for (Eigen::Index k : ks) p.push_back({"k", quick ? 1024 : 2048, quick ? 24 : 48, k});
+  for (Eigen::Index d : ds) p.push_back({"d", quick ? 2048 : 6144, d, quick ? 64 : 96});
+  return p;
+}
+std::vector<Column> confirm_keys() { return {text_col(col::sweep), int_col(col::n), int_col(col::d), int_col(col::k)}; }
 
 // The key columns of the table of timed runs (timed_run_columns adds round and seconds).
 std::vector<Column> timing_keys() {
@@ -172,6 +197,26 @@ void measure_timing(const ExperimentCli& cli, const Shard& shard) {
     }
   }
   cli.write_table(timing, kTimingTable);
+}
+
+// L2.c's confirming sweep (timing sweep 1), whole in one shard, in double (L2's precision): point i drawn from
+// derive_seed(confirming_seed(seed), i); every point round-robin, one thread, kTimedRounds rounds.
+void measure_confirm(const ExperimentCli& cli, const Shard& shard) {
+  CsvTable timing(timed_run_columns(confirm_keys()));
+  if (shard.runs_whole(1)) {
+    const auto points = make_confirm_points(cli.options().quick);
+    const std::uint64_t seed = confirming_seed(cli.options().seed);
+    std::vector<LinformerInput<double>> inputs;
+    inputs.reserve(points.size());
+    for (std::size_t i = 0; i < points.size(); ++i) inputs.emplace_back(points[i], derive_seed(seed, i));
+    std::vector<std::function<void()>> works;
+    for (const auto& in : inputs) works.push_back([&in] { in.run(); });
+    Progress progress("L2.c confirming timing", kTimedRounds + 1);
+    const auto seconds = time_interleaved(works, kTimedRounds, true, &progress);
+    for (std::size_t i = 0; i < points.size(); ++i)
+      add_timed_runs(timing, {points[i].sweep, points[i].n, points[i].d, points[i].k}, seconds[i]);
+  }
+  cli.write_table(timing, kConfirmTable);
 }
 
 // U7, L2 from linformer_cost.csv and linformer_cost_timing.csv: fitted exponents per sweep of the counts
@@ -260,6 +305,43 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
                margin_sentence(deciding_outcome(l2, l2_verdict, true))}};
 }
 
+// L2.c from linformer_cost_confirm_timing.csv, by the statement's parts (judge_timed_parts: every part must hold),
+// each a fitted exponent of median CPU times (double) judged by its whole 95% interval (judge_band): in L and in k
+// within 1 +- 0.2, in d' (over the points with d' <= 256) below 0.5.
+ClaimRow judge_confirm(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TimedMedians timing(TableReader(dir / kConfirmTable), confirm_keys());
+  cli.write_table(timing.table(), kConfirmMediansTable);
+  CsvTable fits(fit_columns({text_col(col::sweep)}));
+  std::vector<TimedPart> parts;
+  for (const std::string sweep : {"n", "k", "d"}) {
+    const bool in_d = sweep == "d";
+    std::vector<double> x, y;
+    std::string held;  // the sizes the sweep holds fixed: "k = 128, d' = 48"
+    for (std::size_t i : timing.where({{col::sweep, sweep}})) {
+      if (in_d && timing.integer(i, col::d) > kFlatWidestHead) continue;  // outside the statement's range
+      x.push_back(size_of(timing, i));
+      y.push_back(timing.time(i).median);
+      const std::int64_t n = timing.integer(i, col::n), k = timing.integer(i, col::k), d = timing.integer(i, col::d);
+      held = sweep == "n" ? fmt::format("k = {}, d' = {}", k, d) : sweep == "k" ? fmt::format("L = {}, d' = {}", n, d)
+                                                                               : fmt::format("L = {}, k = {}", n, k);
+    }
+    const PowerLawFit f = fit_power_law(x, y);
+    fits.add_row(fit_row({sweep}, f));
+    const BandJudgement b = in_d ? judge_band(slope_estimate(f), -std::numeric_limits<double>::infinity(), kFlatExponentMax)
+                                 : judge_band(slope_estimate(f), 1 - kExponentTolerance, 1 + kExponentTolerance);
+    const std::string what = fmt::format("the time exponent in {}", sweep == "n" ? "L" : in_d ? "d'" : "k");
+    parts.push_back({{what, b.outcome, b.margin},
+                     fmt::format("{} ({}) {:.2f} [{:.2f}, {:.2f}], {} (margin {})", what, held, f.slope, f.slope_interval.lower,
+                                 f.slope_interval.upper, in_d ? "below 0.5" : "within 1 +- 0.2", margin_text(b.margin))});
+  }
+  cli.write_table(fits, kConfirmFitsTable);
+  const Judgement j = judge_timed_parts(parts);
+  return correction_row("L2.c", j.verdict, j.observed, cli.evidence_path(kConfirmTable),
+                        fmt::format("confirming sweep (confirming seed, double, one head; median CPU times of {} interleaved rounds in "
+                                    "{}, fits in {}): {}",
+                                    kTimedRounds, kConfirmMediansTable, kConfirmFitsTable, j.note));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,8 +352,14 @@ int main(int argc, char** argv) {
   const auto measure = [&](const Shard& shard) {
     measure_counts(cli, shard);
     measure_timing(cli, shard);
+    measure_confirm(cli, shard);
   };
-  return run_experiment(cli, {measure, [&](const std::filesystem::path& dir) { return judge_cost(cli, dir); }});
+  const auto judge = [&](const std::filesystem::path& dir) {
+    std::vector<ClaimRow> rows = judge_cost(cli, dir);
+    rows.push_back(judge_confirm(cli, dir));
+    return rows;
+  };
+  return run_experiment(cli, {measure, judge});
 }
 
 }  // namespace exp_linformer_cost

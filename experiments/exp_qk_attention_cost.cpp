@@ -5,6 +5,7 @@
 
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/table_reader.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/progress.hpp"
@@ -41,6 +42,9 @@ constexpr const char* softmax_exponentials = "softmax_exponentials";
 // O(n d_k) is linear in n; an exponent is called consistent with it when it (for counts) or its whole 95%
 // interval (for timings) is at most 1.3; a timed interval that contains 1.3 cannot decide.
 constexpr double kLinearExponentMax = 1.3;
+// R8.c's bands, as its statement in corrections.tsv fixed them before its confirming run: the output's time exponent
+// in n within 2 +- 0.3, the projection X U's within 1 +- 0.2.
+constexpr double kQuadratic = 2, kQuadraticTolerance = 0.3, kLinear = 1, kLinearTolerance = 0.2;
 
 struct Shape {
   Eigen::Index d, dk;
@@ -71,6 +75,21 @@ constexpr const char* kMediansTable = "qk_attention_cost_medians_timing.csv";  /
 constexpr const char* kComputations[] = {"factored", "reparameterized", "projection_only"};
 
 std::vector<Column> timing_keys() { return {int_col(col::n), text_col(col::computation)}; }
+
+// R8.c's confirming sweep: from the confirming seed, at a d and d_k the main sweep does not use and fresh n, all
+// n >= d (the statement's range); the reparameterized output and the projection X U timed round-robin.
+struct ConfirmShape {
+  Eigen::Index d, dk;
+  std::vector<Eigen::Index> ns;
+};
+ConfirmShape confirm_shape(bool quick) {
+  return quick ? ConfirmShape{48, 6, {80, 160, 320, 640}} : ConfirmShape{192, 24, {384, 768, 1536, 2560}};
+}
+constexpr const char* kConfirmTable = "qk_attention_cost_confirm_timing.csv";
+constexpr const char* kConfirmMediansTable = "qk_attention_cost_confirm_medians_timing.csv";
+constexpr const char* kConfirmFitsTable = "qk_attention_cost_confirm_fits_timing.csv";
+constexpr const char* kConfirmComputations[] = {"reparameterized", "projection_only"};
+std::vector<Column> confirm_keys() { return {int_col(col::n), int_col(col::d), int_col(col::d_k), text_col(col::computation)}; }
 
 // Counts for the shard's share of n; the timings of every n (timing sweep 0) if that sweep falls to this
 // shard. Both tables in every shard.
@@ -114,6 +133,32 @@ void measure_cost(const ExperimentCli& cli, const Shard& shard) {
     for (std::size_t j = 0; j < works.size(); ++j) add_timed_runs(timing, {shape.ns[j / 3], kComputations[j % 3]}, seconds[j]);
   }
   cli.write_table(timing, kTimingTable);
+}
+
+// R8.c's confirming sweep (timing sweep 1), whole in one shard: weights, W_V and every X drawn in turn from one
+// stream of the confirming seed; each n's two computations round-robin with every other n's, kTimedRounds rounds.
+void measure_confirm(const ExperimentCli& cli, const Shard& shard) {
+  CsvTable timing(timed_run_columns(confirm_keys()));
+  if (shard.runs_whole(1)) {
+    const ConfirmShape shape = confirm_shape(cli.options().quick);
+    Rng rng(derive_seed(confirming_seed(cli.options().seed), 0));
+    const QkWeights w = make_qk_weights("gaussian", shape.d, shape.dk, rng);
+    const Eigen::MatrixXd wv = gaussian_matrix(shape.d, shape.dk, rng, 1.0 / std::sqrt(static_cast<double>(shape.d)));
+    const EigenPairs<double> pairs = leading_pairs(eigen_low_rank_qr<double>(w.wq, w.wk), 2 * shape.dk);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(shape.dk));
+    std::vector<Eigen::MatrixXd> xs;
+    for (Eigen::Index n : shape.ns) xs.push_back(gaussian_matrix(n, shape.d, rng));
+    std::vector<std::function<void()>> works;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      works.push_back([&, i] { keep_alive(attention_from_scores<double>(reparameterized_scores(xs[i], pairs), xs[i] * wv, scale)); });
+      works.push_back([&, i] { keep_alive(Eigen::MatrixXd(xs[i] * pairs.vectors)); });
+    }
+    Progress progress("R8.c confirming timing", kTimedRounds + 1);
+    const auto seconds = time_interleaved(works, kTimedRounds, true, &progress);
+    for (std::size_t j = 0; j < works.size(); ++j)
+      add_timed_runs(timing, {shape.ns[j / 2], shape.d, shape.dk, kConfirmComputations[j % 2]}, seconds[j]);
+  }
+  cli.write_table(timing, kConfirmTable);
 }
 
 // R8 from the tables on disk: power laws in n (n >= the shape's fit_from) of the counted multiply-adds and of
@@ -182,6 +227,43 @@ std::vector<ClaimRow> judge_cost(const ExperimentCli& cli, const std::filesystem
                    by_count.slope, kLinearExponentMax, cli.evidence_path(kCountsTable), note}};
 }
 
+// R8.c from qk_attention_cost_confirm_timing.csv, by the statement's parts (judge_timed_parts: both must hold): the
+// fitted exponent in n (over the n >= d of the sweep) of the output's median CPU time within 2 +- 0.3, and of the
+// projection's within 1 +- 0.2, each by its whole 95% interval (judge_band).
+ClaimRow judge_confirm(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  const TimedMedians timing(TableReader(dir / kConfirmTable), confirm_keys());
+  cli.write_table(timing.table(), kConfirmMediansTable);
+  CsvTable fits(fit_columns({text_col(col::quantity)}));
+  std::vector<TimedPart> parts;
+  std::int64_t d = 0, dk = 0;
+  for (const char* computation : kConfirmComputations) {
+    std::vector<double> x, y;
+    for (std::size_t i : timing.where({{col::computation, computation}})) {
+      d = timing.integer(i, col::d);
+      dk = timing.integer(i, col::d_k);
+      const std::int64_t n = timing.integer(i, col::n);
+      if (n < d) continue;  // the statement's range
+      x.push_back(static_cast<double>(n));
+      y.push_back(timing.time(i).median);
+    }
+    const PowerLawFit f = fit_power_law(x, y);
+    fits.add_row(fit_row({computation}, f));
+    const bool output = std::string(computation) == "reparameterized";
+    const double centre = output ? kQuadratic : kLinear, tolerance = output ? kQuadraticTolerance : kLinearTolerance;
+    const BandJudgement b = judge_band(slope_estimate(f), centre - tolerance, centre + tolerance);
+    const std::string what = output ? "the output's exponent in n" : "the projection X U's exponent in n";
+    parts.push_back({{what, b.outcome, b.margin}, fmt::format("{} {:.2f} [{:.2f}, {:.2f}], within {:g} +- {:g} (margin {})", what, f.slope,
+                                                              f.slope_interval.lower, f.slope_interval.upper, centre, tolerance,
+                                                              margin_text(b.margin))});
+  }
+  cli.write_table(fits, kConfirmFitsTable);
+  const Judgement j = judge_timed_parts(parts);
+  return correction_row("R8.c", j.verdict, j.observed, cli.evidence_path(kConfirmTable),
+                        fmt::format("confirming sweep at d = {}, d_k = {} (confirming seed; median CPU times of {} interleaved "
+                                    "rounds in {}, fits in {}): {}",
+                                    d, dk, kTimedRounds, kConfirmMediansTable, kConfirmFitsTable, j.note));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,8 +277,16 @@ int main(int argc, char** argv) {
     return double_matrices(2, n, n, "the scores and the attention matrix") + double_matrices(1, n, shape.d, "X");
   });
   cli.parse(argc, argv);
-  return run_experiment(cli, {[&](const Shard& shard) { measure_cost(cli, shard); },
-                              [&](const std::filesystem::path& dir) { return judge_cost(cli, dir); }});
+  const auto measure = [&](const Shard& shard) {
+    measure_cost(cli, shard);
+    if (!cli.uses_given()) measure_confirm(cli, shard);  // the confirming sweep draws its own weights
+  };
+  const auto judge = [&](const std::filesystem::path& dir) {
+    std::vector<ClaimRow> rows = judge_cost(cli, dir);
+    if (!cli.uses_given()) rows.push_back(judge_confirm(cli, dir));
+    return rows;
+  };
+  return run_experiment(cli, {measure, judge});
 }
 
 }  // namespace exp_qk_attention_cost

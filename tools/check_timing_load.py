@@ -11,6 +11,8 @@ and stopped by their pids after it. Then compares the two:
 - a timing claim (slurm/timing_claims.txt): its two verdicts equal, or one of them inconclusive; never two
   different decided verdicts (holds against conditional is a flip as much as holds against fails);
 - every other claim of these experiments: the same verdict (it does not rest on times);
+- the corrected statements of these experiments (corrections.csv) alike: a correction of a timing claim ("R7.c")
+  rests on timings as the claim does, any other must keep its verdict;
 - S2's timed comparison (qk_merge_time_ratio_timing.csv): per configuration the same faster form, or a tie in one
   of the runs.
 Prints the verdicts side by side, then one line per flip. Exit status 0 when there is none, 1 when there is,
@@ -58,15 +60,25 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
+def ledger_rows(run_dir, exps):
+    """{id: row} of the run's claims.csv and corrections.csv (absent when no experiment corrects a claim) of `exps`."""
+    rows = {}
+    for ledger in ("claims.csv", "corrections.csv"):
+        path = os.path.join(run_dir, ledger)
+        if ledger == "claims.csv" or os.path.isfile(path):
+            rows.update({r["id"]: r for r in read_rows(path) if r["experiment"] in exps})
+    return rows
+
+
 def flips(quiet_dir, loaded_dir, claims, exps):
     """(table lines, problems): the two runs' verdicts side by side, and every flip or difference as a message."""
-    quiet = {r["id"]: r for r in read_rows(os.path.join(quiet_dir, "claims.csv")) if r["experiment"] in exps}
-    loaded = {r["id"]: r for r in read_rows(os.path.join(loaded_dir, "claims.csv")) if r["experiment"] in exps}
+    quiet, loaded = ledger_rows(quiet_dir, exps), ledger_rows(loaded_dir, exps)
     lines, problems = [], []
     for cid in sorted(set(quiet) | set(loaded)):
         a = quiet.get(cid, {}).get("verdict", "(missing)")
         b = loaded.get(cid, {}).get("verdict", "(missing)")
-        timed = cid in claims
+        # A correction of a timing claim ("R7.c") comes from timings as much as the claim does.
+        timed = cid in claims or cid.split(".")[0] in claims
         if "(missing)" in (a, b):
             problems.append(f"{cid}: in one run only ({a} quiet, {b} loaded)")
         elif timed and contradict(a, b):
@@ -132,11 +144,15 @@ def self_test():
 
     def plant(path, verdicts, faster):
         os.makedirs(path)
-        with open(os.path.join(path, "claims.csv"), "w", encoding="utf-8", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["id", "verdict", "experiment"])
-            for cid, v in verdicts.items():
-                w.writerow([cid, v, "exp_qk_merge" if cid == "S2" else "exp_a"])
+        for ledger, rows in (("claims.csv", {c: v for c, v in verdicts.items() if ".c" not in c}),
+                             ("corrections.csv", {c: v for c, v in verdicts.items() if ".c" in c})):
+            if ledger == "corrections.csv" and not rows:
+                continue  # a run without corrections has no corrections.csv
+            with open(os.path.join(path, ledger), "w", encoding="utf-8", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["id", "verdict", "experiment"])
+                for cid, v in rows.items():
+                    w.writerow([cid, v, "exp_qk_merge" if cid == "S2" else "exp_a"])
         with open(os.path.join(path, RATIO_TABLES["exp_qk_merge"][0]), "w", encoding="utf-8", newline="") as f:
             w = csv.writer(f)
             w.writerow(["n", "d", "d_k", "faster"])
@@ -151,6 +167,13 @@ def self_test():
         ({"T1": "inconclusive", "T2": "fails", "E1": "holds"}, {"T1": "holds", "T2": "fails", "E1": "inconclusive"}, ["tie"], ["tie"], 1),
         ({"T1": "holds", "T2": "fails", "E1": "holds"}, {"T1": "holds", "T2": "fails", "E1": "holds"}, ["factored"], ["merged"], 1),
         ({"T1": "holds", "T2": "fails", "E1": "holds"}, {"T1": "holds", "E1": "holds"}, ["tie"], ["tie"], 1),
+        # Corrections: a timing claim's ("T1.c") may be inconclusive on one side, never flip; an exact claim's
+        # ("E1.c") must keep its verdict; one missing from a run is a problem.
+        ({"T1": "holds", "T1.c": "holds", "E1": "holds", "E1.c": "fails"}, {"T1": "holds", "T1.c": "inconclusive", "E1": "holds", "E1.c": "fails"},
+         ["tie"], ["tie"], 0),
+        ({"T1": "holds", "T1.c": "holds", "E1": "holds"}, {"T1": "holds", "T1.c": "conditional", "E1": "holds"}, ["tie"], ["tie"], 1),
+        ({"T1": "holds", "E1": "holds", "E1.c": "holds"}, {"T1": "holds", "E1": "holds", "E1.c": "inconclusive"}, ["tie"], ["tie"], 1),
+        ({"T1": "holds", "T1.c": "fails", "E1": "holds"}, {"T1": "holds", "E1": "holds"}, ["tie"], ["tie"], 1),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for i, (qa, lb, fq, fl, expected) in enumerate(cases):

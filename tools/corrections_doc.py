@@ -40,6 +40,11 @@ evidence, and a verdict computed by the same judging code as every other claim.
   judged on a confirming run of its experiment: another base seed (`confirming_seed`,
   `lib/attnlab/lab/correction.hpp`), and fresh sizes or families where they make sense. The confirming
   run's tables are kept apart (their names end in `_confirm.csv`) and are the evidence its row names.
+- **Timing claims.** A correction of a timing claim (L2, R7, R8, U3, U14) is confirmed on a timing sweep of its
+  own (`*_confirm_timing.csv`), timed and judged as the claim is: interleaved rounds, medians with
+  order-statistic intervals, exponents with their 95% intervals, ties called ties
+  (`docs/experiments.md`, "Verdicts drawn from timings"). Its statement is made of parts that must all hold;
+  a part whose interval cannot decide makes it inconclusive where it could change the verdict, never a flip.
 - **Where it lives.** In the experiment that measures the claim it corrects, judged beside it. The rows go to
   a second ledger, `results/corrections.csv`: the columns of `claims.csv` and `corrects`, the claim's id.
   `claims.csv` keeps its columns. `results/REPORT.md` shows each statement right under its claim.

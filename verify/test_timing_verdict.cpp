@@ -304,6 +304,33 @@ TEST_CASE("the margin a note quotes is the outcome's that decides the verdict") 
   CHECK(margin_sentence({"memory (counted)", Verdict::fails, -kUnbounded}).find("counted, not timed") != std::string::npos);
 }
 
+TEST_CASE("a statement of timed parts (a corrected timing claim): every part must hold, and an undecided part never flips it") {
+  const TimedPart firm{{"firm", Verdict::holds, 4.0}, "firm 0.9 [0.8, 1.0]"}, weak{{"weak", Verdict::holds, 1.2}, "weak"},
+      far{{"far", Verdict::fails, -5.0}, "far"}, near{{"near", Verdict::fails, -1.1}, "near"},
+      open{{"open", Verdict::inconclusive, 0.3}, "open"}, nan{{"nan", Verdict::holds, kNotANumber}, "nan"};
+  const Judgement all = judge_timed_parts({firm, weak});
+  CHECK(all.verdict == Verdict::holds);
+  CHECK(all.observed == 0);
+  CHECK(all.note.find("Parts: firm 0.9 [0.8, 1.0]; weak. ") == 0);
+  CHECK(all.note.find("+1.20 half-widths of its 95% interval from the threshold, weak (") != std::string::npos);
+  const Judgement none = judge_timed_parts({far, near});
+  CHECK(none.verdict == Verdict::fails);
+  CHECK(none.observed == 2);
+  CHECK(none.note.find(", near (") != std::string::npos);  // the failure nearest to deciding the other way
+  const Judgement some = judge_timed_parts({firm, weak, near, open});
+  CHECK(some.verdict == Verdict::conditional);  // whatever the undecided part turns out to be
+  CHECK(some.observed == 1);
+  CHECK(some.note.find("Holds only for firm 0.9 [0.8, 1.0]; weak. Fails for near.") == 0);
+  // An undecided part that could change the verdict leaves it inconclusive, never holds or fails.
+  CHECK(judge_timed_parts({firm, weak, open}).verdict == Verdict::inconclusive);
+  CHECK(judge_timed_parts({far, open}).verdict == Verdict::inconclusive);
+  const Judgement undecided = judge_timed_parts({firm, nan});  // a NaN margin decides nothing
+  CHECK(undecided.verdict == Verdict::inconclusive);
+  CHECK(undecided.note.find(", nan (") != std::string::npos);
+  CHECK_THROWS_AS(judge_timed_parts({}), std::invalid_argument);
+  CHECK_THROWS_AS(judge_timed_parts({{{"untested", Verdict::untested, 0.0}, "untested"}}), std::invalid_argument);
+}
+
 TEST_CASE("bursts of load that hit a round's methods alike widen intervals but never reverse a race") {
   // Planted timings of two methods per cell, true ratio from 0.7 to 1.3, timed round-robin twice: once quiet
   // (a few percent of noise per run), once loaded (each round slowed 1.5-3x with probability 0.2, the same burst

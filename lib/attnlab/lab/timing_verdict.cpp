@@ -154,4 +154,24 @@ std::string margin_sentence(const TimedOutcome& deciding) {
                      margin_text(deciding.margin), deciding.what);
 }
 
+Judgement judge_timed_parts(const std::vector<TimedPart>& parts) {
+  if (parts.empty()) throw std::invalid_argument("judge_timed_parts: a statement of no parts");
+  std::vector<ConditionOutcome> conditions;
+  std::vector<TimedOutcome> outcomes;
+  std::string list;
+  double against = 0;
+  for (const TimedPart& p : parts) {
+    // A NaN margin decides nothing, whatever outcome it came with (as deciding_outcome reads it).
+    const Verdict outcome = std::isnan(p.outcome.margin) ? Verdict::inconclusive : p.outcome.outcome;
+    conditions.push_back({p.outcome.what, p.description, outcome});
+    outcomes.push_back({p.outcome.what, outcome, p.outcome.margin});
+    list += (list.empty() ? "" : "; ") + p.description;
+    against += outcome == Verdict::fails;
+  }
+  Judgement j = judge_outcomes_by_condition(conditions, "The 95% interval cannot decide");
+  j.observed = against;
+  j.note = (j.note.empty() ? "" : j.note + " ") + "Parts: " + list + ". " + margin_sentence(deciding_outcome(outcomes, j.verdict));
+  return j;
+}
+
 }  // namespace attnlab

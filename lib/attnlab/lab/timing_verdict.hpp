@@ -10,6 +10,7 @@
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/lab/median_interval.hpp"
 #include "attnlab/lab/statistics.hpp"
+#include "attnlab/lab/verdict.hpp"
 
 namespace attnlab {
 
@@ -102,5 +103,21 @@ const TimedOutcome& deciding_outcome(const std::vector<TimedOutcome>& outcomes, 
 // the verdict; beyond +-1 an outcome is decided, inside it its interval contains the threshold)." An infinite
 // margin (a counted outcome, without an interval) is said to be one.
 std::string margin_sentence(const TimedOutcome& deciding);
+
+// One part of a statement made of timed outcomes (a corrected timing claim: an exponent against a band, one path
+// faster than another at a size): its outcome and margin, and its description in words with the interval that
+// decided it ("the qr path's exponent in d 0.91 [0.80, 1.02], at most 1.3, margin +3.10").
+struct TimedPart {
+  TimedOutcome outcome;
+  std::string description;
+};
+
+// A statement that holds only if every part holds, judged by judge_outcomes_by_condition's ladder: holds when every
+// part holds, fails when every part fails, conditional when some hold and some fail, inconclusive where an undecided
+// part could change that. observed: the number of parts decided against the statement (its metric; threshold 0).
+// The note lists every part in the order given ("Parts: a; b; c."), after the ladder's own note, and ends with
+// margin_sentence of the part that decides the verdict. A part with a NaN margin counts as undecided. Throws std::invalid_argument for no parts or an outcome
+// other than holds, fails or inconclusive.
+Judgement judge_timed_parts(const std::vector<TimedPart>& parts);
 
 }  // namespace attnlab
