@@ -5,7 +5,7 @@ usage: tools/check_timing_load.py BIN_DIR [--full] [--seed N] [--busy N] [--keep
        tools/check_timing_load.py --self-test
 
 Runs every experiment that times (the experiments slurm/timing_claims.txt names, and exp_qk_merge for S2's
-timed ratio) twice, one after the other, each run into its own directory: first as the machine is ("quiet":
+timed ratio), with one thread, twice, one after the other, each run into its own directory: first as the machine is ("quiet":
 nothing of ours beside it), then beside --busy CPU-bound processes (default: one per core), started for that run
 and stopped by their pids after it. Then compares the two:
 - a timing claim (slurm/timing_claims.txt): its two verdicts equal, or one of them inconclusive; never two
@@ -123,7 +123,10 @@ def run_all(bin_dir, exps, out, seed, full, busy):
     seconds = {}
     try:
         for exp in exps:
-            cmd = [os.path.join(bin_dir, exp), "--seed", str(seed), "--out", out] + ([] if full else ["--quick"])
+            # One thread, as make results gives each task on two cores with JOBS=2: with several, a worker that
+            # reaches the end of a parallel region first spins (OpenMP's active wait) while its partner waits for a
+            # core, and that spinning is CPU time, in multiples of a scheduler slice (docs/experiments.md).
+            cmd = [os.path.join(bin_dir, exp), "--seed", str(seed), "--threads", "1", "--out", out] + ([] if full else ["--quick"])
             t0 = time.monotonic()
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             seconds[exp] = time.monotonic() - t0
