@@ -11,6 +11,11 @@
 // by lab/task_verdict.hpp's rule. --checkpoint DIR analyses a user's checkpoint (either model): tables only, no
 // ledger rows.
 //
+// R12.c, the corrected statement of R12 (lab/corrections.tsv), was formulated on the ViTs' committed tables and is
+// confirmed on the recall models, which did not suggest it: its table (trained_symmetric_confirm.csv, the models of
+// R12's S_w sweep, both tasks) is judged on the recall rows, or where the run has no recall models on the ViTs' (the
+// note then says that the data that suggested it judged it).
+//
 // Measured and judged apart: each table group is a sweep in a fixed order, the ViT's configurations then the
 // recall model's (seeds x models for the skew and S_w tables; seeds x heads, then the random families at the
 // task's n and d_k, for the spectra; seeds x approximations, then the approximations on the random families, for
@@ -31,6 +36,7 @@
 #include "attnlab/lab/attention_inputs.hpp"
 #include "attnlab/lab/baseline_comparison.hpp"
 #include "attnlab/lab/checkpoint_experiment.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/family_references.hpp"
 #include "attnlab/lab/model_score.hpp"
@@ -68,6 +74,17 @@ namespace {
 // retraining); where that fails and the model TRAINED with S_w scores (the "symmetric" checkpoint of the same
 // seed) passes the same rule against exact, the verdict is conditional on training with S_w.
 constexpr double kAccuracyTolerance = 0.01;
+//
+// R12.c (fixed with its statement from the ViTs' tables, before any recall model was measured by it): three parts,
+// each decided on the confirming models by the rule of R12's own intervals (paired per seed, mean over the seeds
+// with a 95% Student-t interval, judge_within_tolerance), combined by judge_outcomes_by_condition (all hold: holds;
+// all fail: fails; some of each: conditional; otherwise inconclusive):
+//   (a) the swap at inference costs more than kR12cSwapLoss: the interval of accuracy(trained) - accuracy(M -> S_w at
+//       inference) lies above it (the ViTs: [0.17, 0.60]);
+//   (b) the model trained with S_w scores is within kR12cTrainedTolerance of exact (the ViTs: [-0.0194, 0.0085]);
+//   (c) every head of every trained exact model keeps a skew share ||R_w||_F / ||M||_F (M with the biases) of at
+//       least kR12cSkewShare (the ViTs' least: 0.455; a random M's is about 1/sqrt(2)).
+constexpr double kR12cSwapLoss = 0.10, kR12cTrainedTolerance = 0.02, kR12cSkewShare = 0.4;
 //
 // L5 "trained attention matrices are low rank". Linformer's own reading (seed 002: k = n/8) is that a rank of
 // n/8 suffices; so a head's P counts as low rank when the rank holding 90% of ||P||_F^2 (Linformer's Figure 1
@@ -108,12 +125,14 @@ constexpr const char* kRankImagesFile = "trained_attention_rank_images.csv";
 constexpr const char* kSpectrumFile = "trained_attention_spectrum.csv";
 constexpr const char* kSwapErrorFile = "trained_swap_error.csv";
 constexpr const char* kSwapAccuracyFile = "trained_swap_accuracy.csv";
+constexpr const char* kSymmetricConfirmFile = "trained_symmetric_confirm.csv";
 namespace col {
 constexpr const char *kTask = "task", *kModel = "model", *kSeed = "seed", *kLayer = "layer", *kHead = "head", *kSource = "source";
 constexpr const char *kTestAccuracy = "test_accuracy", *kAugmentedSkewShare = "augmented_skew_share", *kSamples = "samples";
 constexpr const char *kRank90Trained = "rank90_trained", *kRank90Init = "rank90_init", *kTestItems = "test_items";
 constexpr const char *kRank90CentredTrained = "rank90_centred_trained", *kRank90CentredInit = "rank90_centred_init";
 constexpr const char *kMethod = "method", *kParameter = "parameter", *kValue = "value", *kMeanRelError = "mean_rel_error";
+constexpr const char *kAccuracyChange = "accuracy_change", *kLeastSkewShare = "least_skew_share";
 }  // namespace col
 namespace st = spectrum_table;
 // Rows of trained_symmetric_swap.csv (column model) and sources of the rank tables.
@@ -192,6 +211,10 @@ struct TrainedTables {
   CsvTable swap_error{{text_col(col::kTask), text_col(col::kMethod), text_col(col::kParameter), int_col(col::kValue),
                        text_col(col::kSource), int_col(col::kSeed), int_col(col::kLayer), int_col(col::kSamples),
                        real_col(col::kMeanRelError), real_col("max_rel_error"), text_col("useful")}};
+  // R12.c's models, one row per row of `swap`: the accuracy change against the seed's trained model and the least
+  // skew share over the heads of the model's weights (the replaced model keeps the trained weights).
+  CsvTable symmetric_confirm{{text_col(col::kTask), text_col(col::kModel), int_col(col::kSeed), int_col(col::kTestItems),
+                              real_col(col::kTestAccuracy), real_col(col::kAccuracyChange), real_col(col::kLeastSkewShare)}};
   CsvTable swap_accuracy{{text_col(col::kTask), text_col(col::kMethod), text_col(col::kParameter), int_col(col::kValue),
                           int_col(col::kSeed), text_col("attention"), int_col(col::kTestItems), int_col("test_rows"),
                           int_col("test_correct"), real_col(col::kTestAccuracy), real_col("accuracy_lower95"),
@@ -223,10 +246,20 @@ void measure_skew(const Context<Model>& x, const Shard::Range& range, CsvTable& 
   }
 }
 
-// R12 (2): test accuracy and logits of the trained model, of the same weights with every head's M replaced by
-// S_w at inference, and of the model trained with S_w scores; a configuration is (seed, one of these).
+// The least skew share ||R_w||_F / ||M||_F (M with the projection biases) over a model's heads.
 template <typename Model>
-void measure_symmetric_swap(const Context<Model>& x, const Shard::Range& range, CsvTable& swap) {
+double least_skew_share(const Model& m) {
+  double least = 1;
+  for (const auto& block : m.params().blocks)
+    for (const auto& s : layer_qk_skew(block.attn, m.config().heads)) least = std::min(least, s.augmented.skew_share);
+  return least;
+}
+
+// R12 (2): test accuracy and logits of the trained model, of the same weights with every head's M replaced by
+// S_w at inference, and of the model trained with S_w scores; a configuration is (seed, one of these). R12.c's
+// rows beside them.
+template <typename Model>
+void measure_symmetric_swap(const Context<Model>& x, const Shard::Range& range, CsvTable& swap, CsvTable& confirm) {
   const std::size_t per_seed = x.exact() ? (x.symmetric(0) ? 3 : 2) : 0;
   if (!x.exact())
     fmt::print(stderr, "{}: the checkpoint's method is not exact: the M -> S_w replacement is measured on exact models only\n", x.cli.name());
@@ -241,9 +274,11 @@ void measure_symmetric_swap(const Context<Model>& x, const Shard::Range& range, 
                            : which == 1 ? score_model(with_attention(x.trained(k), replaced), x.test, x.test_count)
                                         : score_model(*x.symmetric(k), x.test, x.test_count);
       const ScoreChange d = score_change(base, s);
-      swap.add_row({x.task, which == 0 ? kTrainedRow : which == 1 ? kReplacedRow : kSymmetricRow, s.attention, k, x.test_count,
-                    s.count(), s.correct, s.accuracy(), s.cp.lower, s.cp.upper, d.agreement, d.max_abs_logit_change,
-                    d.mean_abs_logit_change, s.logits.cast<double>().cwiseAbs().mean()});
+      const char* row = which == 0 ? kTrainedRow : which == 1 ? kReplacedRow : kSymmetricRow;
+      swap.add_row({x.task, row, s.attention, k, x.test_count, s.count(), s.correct, s.accuracy(), s.cp.lower, s.cp.upper, d.agreement,
+                    d.max_abs_logit_change, d.mean_abs_logit_change, s.logits.cast<double>().cwiseAbs().mean()});
+      confirm.add_row({x.task, row, k, x.test_count, s.accuracy(), s.accuracy() - base.accuracy(),
+                       least_skew_share(which == 2 ? *x.symmetric(k) : x.trained(k))});
     }
     x.progress->tick(b.size());
     x.progress->milestone(fmt::format("R12: {} seed {}: test accuracy of the models with and without S_w ({} items)", x.task, k,
@@ -408,12 +443,13 @@ void measure(const ExperimentCli& cli, const Shard& shard, const ImageSet& image
   };
   sweep([](const auto& x) { return x.skew_configs(); }, [&](const auto& x, const Shard::Range& p) { measure_skew(x, p, t.skew); });
   sweep([](const auto& x) { return x.swap_model_configs(); },
-        [&](const auto& x, const Shard::Range& p) { measure_symmetric_swap(x, p, t.swap); });
+        [&](const auto& x, const Shard::Range& p) { measure_symmetric_swap(x, p, t.swap, t.symmetric_confirm); });
   sweep([](const auto& x) { return x.spectrum_configs(); }, [&](const auto& x, const Shard::Range& p) { measure_spectra(x, p, t); });
   sweep([](const auto& x) { return x.swap_configs_count(); }, [&](const auto& x, const Shard::Range& p) { measure_swaps(x, p, t); });
   progress.finish();
   cli.write_table(t.skew, kSkewFile);
   cli.write_table(t.swap, kSwapFile);
+  cli.write_table(t.symmetric_confirm, kSymmetricConfirmFile);
   cli.write_table(t.spectra.rank(), kRankFile);
   cli.write_table(t.per_image, kRankImagesFile);
   cli.write_table(t.spectra.spectrum(), kSpectrumFile);
@@ -504,6 +540,58 @@ ClaimRow judge_r12(const ExperimentCli& cli, const fs::path& dir, const std::map
                       "largest accuracy loss the 95% Student-t interval over seeds allows when every head's W_Q W_K^T is replaced "
                       "by S_w at inference: minus the lower bound of the mean of accuracy(replaced) - accuracy(trained) (fraction)",
                       cli.evidence_path(kSwapFile));
+}
+
+// R12.c from trained_symmetric_confirm.csv, by its rule above: on the recall models, or on the ViTs where the run has
+// no recall models (the data that suggested the statement: the note says so).
+ClaimRow judge_r12c(const ExperimentCli& cli, const fs::path& dir) {
+  const TableReader t(dir / kSymmetricConfirmFile);
+  const std::string task = has_task(t, kRecallTask) ? kRecallTask : kImageTask;
+  if (!has_task(t, task)) return correction_row("R12.c", Verdict::untested, 0, "", "no trained exact model was measured");
+  SeedMeans change;  // [model][seed]: accuracy - the seed's trained model's accuracy
+  double least = 1;  // over the trained exact models' heads
+  std::int64_t items = 0;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    if (t.text(r, col::kTask) != task) continue;
+    change.set(t.text(r, col::kModel), t.integer(r, col::kSeed), t.real(r, col::kAccuracyChange));
+    if (t.text(r, col::kModel) == kTrainedRow) least = std::min(least, t.real(r, col::kLeastSkewShare));
+    items = t.integer(r, col::kTestItems);
+  }
+  const MeanInterval dr = change.mean(kReplacedRow), ds = change.mean(kSymmetricRow);
+  const Judgement a = judge_within_tolerance(
+      {"the mean over seeds of the accuracy lost by M -> S_w at inference", 0.0 - dr.interval.upper, 0.0 - dr.interval.lower}, kR12cSwapLoss, 0);
+  const Judgement b = judge_within_tolerance(
+      {"the mean over seeds of accuracy(trained with S_w scores) - accuracy(trained exact)", ds.interval.lower, ds.interval.upper}, 0,
+      kR12cTrainedTolerance);
+  const Verdict c = least >= kR12cSkewShare ? Verdict::holds : Verdict::fails;
+  const std::string skew = fmt::format("the trained exact heads' least skew share {:.3f} against {}", least, kR12cSkewShare);
+  // Each part's sentence without its full stop: the ladder's note puts them in lists.
+  const auto part = [](const std::string& label, std::string text) {
+    if (text.ends_with(".")) text.pop_back();
+    return label + " " + text;
+  };
+  const std::vector<ConditionOutcome> parts = {{"(a)", part("(a)", a.note), a.verdict}, {"(b)", part("(b)", b.note), b.verdict},
+                                               {"(c)", part("(c)", skew), c}};
+  const Judgement j = judge_outcomes_by_condition(parts, "Undecided");
+  const double contradicted = static_cast<double>(std::count_if(parts.begin(), parts.end(), [](const ConditionOutcome& p) {
+    return p.outcome == Verdict::fails;
+  }));
+  const std::string where =
+      task == kRecallTask
+          ? fmt::format("Judged on the recall models ({} seeds, {} test sequences each), which did not suggest it (the Fashion-MNIST ViTs "
+                        "did).",
+                        dr.count, items)
+          : fmt::format("Judged on the Fashion-MNIST ViTs ({} seeds, {} test images each): the run has no recall models, and these "
+                        "are the data that suggested the statement, so this is not an independent confirmation.",
+                        dr.count, items);
+  // holds and fails leave the ladder's note empty: the parts are listed here then.
+  const std::string listed =
+      j.note.empty() ? fmt::format(" Parts: {}; {}; {}.", parts[0].description, parts[1].description, parts[2].description) : "";
+  const std::string note = fmt::format("{}{}{}{} Paired per seed, mean over seeds with 95% Student-t intervals: accuracy(M -> S_w at "
+                                       "inference) - accuracy(trained) {}; accuracy(trained with S_w scores) - accuracy(trained exact) {}.",
+                                       j.note, j.note.empty() ? "" : " ", where, listed, mean_interval_text(dr), mean_interval_text(ds));
+  const std::string quick = cli.options().quick ? " --quick: tiny models trained for a few steps, not a test of the statement." : "";
+  return correction_row("R12.c", j.verdict, contradicted, cli.evidence_path(kSymmetricConfirmFile), note + quick);
 }
 
 // L5 on one task from trained_attention_rank.csv and trained_attention_rank_images.csv (the rule above).
@@ -610,7 +698,7 @@ std::vector<ClaimRow> judge(const ExperimentCli& cli, const fs::path& dir) {
       {kImageTask, {checkpoints_origin(cli, dir, {"exact", "symmetric"}), compare_with_baseline(dir / training_tables::kRunsFile).sentence}},
       {kRecallTask,
        {recall_checkpoints_origin(cli, dir, {"exact", "symmetric"}), compare_with_recall_baseline(dir / recall_tables::kRunsFile).sentence}}};
-  return {judge_r12(cli, dir, origins), judge_l5(cli, dir, origins), judge_u18(cli, dir, origins)};
+  return {judge_r12(cli, dir, origins), judge_r12c(cli, dir), judge_l5(cli, dir, origins), judge_u18(cli, dir, origins)};
 }
 
 }  // namespace

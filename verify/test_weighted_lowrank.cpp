@@ -7,6 +7,7 @@
 #include "attnlab/theory/attention_loss.hpp"
 #include "attnlab/linalg/pseudoinverse.hpp"
 #include "attnlab/core/rng.hpp"
+#include "attnlab/theory/lowrank_instance.hpp"
 #include "attnlab/theory/weighted_lowrank.hpp"
 #include "support.hpp"
 
@@ -84,6 +85,30 @@ TEST_CASE("closed form: attains its predicted minimum and beats random rank-r pe
       p.right += 1e-3 * gaussian_matrix(d, p.right.cols(), rng);
       CHECK(lowrank_objective<double>(b, x, p.product()) >= f - 1e-12 * b.squaredNorm());
     }
+  }
+}
+
+TEST_CASE("closed form in float: attains its predicted minimum and the double value within float's rounding, rank-deficient X too") {
+  Rng rng(kWeightedLowrankSeed + 6);
+  INFO("seed " << kWeightedLowrankSeed + 6);
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (const auto& [n, d, r, deficient] :
+       std::vector<std::tuple<int, int, int, bool>>{{1, 1, 1, false}, {3, 2, 1, false}, {12, 6, 2, false}, {12, 6, 2, true}, {9, 10, 3, true}}) {
+    INFO(n << "x" << d << " r " << r << (deficient ? " (last column a combination of the others)" : ""));
+    const Mat<double> b = gaussian_matrix(n, n, rng);
+    Mat<double> x = gaussian_matrix(n, d, rng);
+    if (deficient) x.col(d - 1) = x.leftCols(d - 1) * gaussian_matrix(d - 1, 1, rng);  // as [z | 1] of a LayerNorm's output
+    const Mat<float> bf = b.cast<float>(), xf = x.cast<float>();
+    const auto cf = closed_form_lowrank(bf, xf, r);
+    const auto cd = closed_form_lowrank(b, x, r);
+    CHECK(cf.x_rank == cd.x_rank);
+    // The unit of G5, G6 and G11.c: max(n, d) eps cond(X)^2 ||B||_F^2, with float's eps.
+    const double unit = objective_unit(n, d, x_spectrum(x), b.squaredNorm()) * eps / std::numeric_limits<double>::epsilon();
+    const double f = lowrank_objective<float>(bf, xf, Mat<float>(cf.factors.product().cast<float>()));
+    ATTNLAB_CHECK_RATIO_LE(std::abs(f - cf.predicted_minimum()) / unit, 30, "float: attained against predicted");
+    ATTNLAB_CHECK_RATIO_LE(std::abs(cf.predicted_minimum() - cd.predicted_minimum()) / unit, 30, "float against double");
+    // B outside range(X) x range(X) where rank(X) < n: the term Remark 2.1 omits.
+    if (cd.x_rank < n) CHECK(cd.unreachable > 1e-3 * b.squaredNorm());
   }
 }
 

@@ -15,7 +15,8 @@ namespace attnlab {
 
 namespace {
 
-void check_shapes(const Mat<double>& b, const Mat<double>& x, Eigen::Index r, const char* who) {
+template <typename T>
+void check_shapes(const Mat<T>& b, const Mat<T>& x, Eigen::Index r, const char* who) {
   if (b.rows() != x.rows() || b.cols() != x.rows())
     throw std::invalid_argument(std::string(who) + ": B is " + std::to_string(b.rows()) + "x" +
                                 std::to_string(b.cols()) + ", expected " + std::to_string(x.rows()) + "x" +
@@ -49,32 +50,42 @@ double remark21_value(const Mat<double>& z_star, Eigen::Index r) {
   return tail;
 }
 
-ClosedFormLowRank closed_form_lowrank(const Mat<double>& b, const Mat<double>& x, Eigen::Index r) {
+namespace {
+
+template <typename T>
+ClosedFormLowRank closed_form_in(const Mat<T>& b, const Mat<T>& x, Eigen::Index r) {
   check_shapes(b, x, r, "closed_form_lowrank");
   // pass 1: thin SVD of X (checked: checked_svd.hpp), kept to its numerical rank rho, the rank pinv_svd gives.
-  const CheckedSvd<double> svd = checked_svd<double>(x);
-  const double tolerance = rank_tolerance<double>(svd.s, x.rows(), x.cols());
-  const Eigen::Index rho = (svd.s.array() > tolerance).count();
-  const Mat<double> u = svd.u.leftCols(rho);                 // n x rho
-  const Mat<double> v = svd.v.leftCols(rho);                 // d x rho
-  const Vec<double> s_inv = svd.s.head(rho).cwiseInverse();  // rho
+  const CheckedSvd<T> svd = checked_svd<T>(x);
+  const double tolerance = rank_tolerance<T>(svd.s, x.rows(), x.cols());
+  const Eigen::Index rho = (svd.s.array().template cast<double>() > tolerance).count();
+  const Mat<T> u = svd.u.leftCols(rho);                 // n x rho
+  const Mat<T> v = svd.v.leftCols(rho);                 // d x rho
+  const Vec<T> s_inv = svd.s.head(rho).cwiseInverse();  // rho
   // pass 2: C = U^T B U and the part of B outside range(X) x range(X).
-  const Mat<double> c = u.transpose() * b * u;
+  const Mat<T> c = u.transpose() * b * u;
   ClosedFormLowRank out;
   out.x_rank = rho;
-  out.unreachable = (b - u * c * u.transpose()).squaredNorm();
+  out.unreachable = static_cast<double>((b - u * c * u.transpose()).squaredNorm());
   // pass 3: Eckart-Young on C, where the Frobenius norm is unweighted.
-  const CheckedSvd<double> svd_c = checked_svd<double>(c);
-  const Vec<double>& sc = svd_c.s;
+  const CheckedSvd<T> svd_c = checked_svd<T>(c);
+  const Vec<T>& sc = svd_c.s;
   const Eigen::Index k = std::min(r, rho);
-  for (Eigen::Index i = k; i < sc.size(); ++i) out.tail += sc(i) * sc(i);
+  T tail = 0;
+  for (Eigen::Index i = k; i < sc.size(); ++i) tail += sc(i) * sc(i);
+  out.tail = static_cast<double>(tail);
   // pass 4: map the factors of [C]_r back through V S^{-1}.
-  const Vec<double> root = sc.head(k).cwiseSqrt();
-  const Mat<double> back = v * s_inv.asDiagonal();  // d x rho
-  out.factors.left = back * svd_c.u.leftCols(k) * root.asDiagonal();
-  out.factors.right = back * svd_c.v.leftCols(k) * root.asDiagonal();
+  const Vec<T> root = sc.head(k).cwiseSqrt();
+  const Mat<T> back = v * s_inv.asDiagonal();  // d x rho
+  out.factors.left = (back * svd_c.u.leftCols(k) * root.asDiagonal()).template cast<double>();
+  out.factors.right = (back * svd_c.v.leftCols(k) * root.asDiagonal()).template cast<double>();
   return out;
 }
+
+}  // namespace
+
+ClosedFormLowRank closed_form_lowrank(const Mat<double>& b, const Mat<double>& x, Eigen::Index r) { return closed_form_in(b, x, r); }
+ClosedFormLowRank closed_form_lowrank(const Mat<float>& b, const Mat<float>& x, Eigen::Index r) { return closed_form_in(b, x, r); }
 
 FactoredSearchResult factored_minimiser(const Mat<double>& b, const Mat<double>& x, Eigen::Index r, Rng& rng,
                                         const FactoredSearchOptions& options) {

@@ -63,7 +63,10 @@ struct ClosedFormLowRank {
   double predicted_minimum() const { return unreachable + tail; }
   Eigen::Index x_rank = 0;
 };
+// The float overload runs every pass in float (G11.c checks the identity in float and double): its factors are
+// widened to double exactly, its two terms are float sums.
 ClosedFormLowRank closed_form_lowrank(const Mat<double>& b, const Mat<double>& x, Eigen::Index r);
+ClosedFormLowRank closed_form_lowrank(const Mat<float>& b, const Mat<float>& x, Eigen::Index r);
 
 // Independent minimiser: alternating least squares over the factors of Z = A C^T,
 // from `starts` Gaussian starts. Each half-step is the exact least-squares update
