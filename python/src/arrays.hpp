@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnlab/core/head_stack.hpp"
@@ -38,18 +39,40 @@ struct StackView {
 // number of axes, an empty shape) and views it; `keep` holds the array (the caller's, or the copy) alive.
 StackView stack_view(py::handle obj, const std::string& label, py::array& keep);
 
-// The view as a head stack of column-major heads (the kernels' layout), read in place; AttendUsageError naming the
-// first non-finite value in C order ("<label>: value nan at flat index 3 (index (0, 3), C order) is not finite").
-// T must be the view's precision. Needs no GIL.
+// The views as head stacks of column-major heads (the kernels' layout), each read in place, all converted in one
+// parallel pass. Refuses (AttendUsageError) the first input, in the views' order, holding a non-finite value, naming
+// it in C order ("<label>: value nan at flat index 3 (index (0, 3), C order) is not finite"). T must be the views'
+// precision. Needs no GIL.
+//
+// The stacks live in buffers of the calling thread kept from one call to the next, up to kKeptBytes in all: a call
+// with the shapes of the one before writes into pages the OS has already mapped, where fresh buffers would cost a
+// page fault and a zeroed page every 4 KiB (as much as the kernel's own time for exact attention at n 2048, d 64,
+// when glibc has just returned the previous call's buffers to the OS). Larger stacks are released at the end of
+// the call. One HeadStacks per thread at a time.
 template <typename T>
-HeadStack<T> to_head_stack(const StackView& view);
+class HeadStacks {
+ public:
+  static constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
+  explicit HeadStacks(const std::vector<StackView>& views);
+  ~HeadStacks();
+  HeadStacks(const HeadStacks&) = delete;
+  HeadStacks& operator=(const HeadStacks&) = delete;
+  const HeadStack<T>& operator[](std::size_t i) const { return (*slots_)[i]; }
+
+ private:
+  std::vector<HeadStack<T>>* slots_;
+};
 
 // A new C-order array of `given` leading axes followed by (n, d), for a stack of that many heads.
 template <typename T>
 py::array_t<T> new_output(const std::vector<std::size_t>& leading, Eigen::Index n, Eigen::Index d);
-// Writes the stack into `out` (C order, as new_output made it). Needs no GIL given the pointer.
+// The bytes of the calling thread's kept buffers (float and double), for the checks.
+std::size_t kept_stack_bytes();
+
+// Writes each stack into its `out` (C order, as new_output made it), all in one parallel pass. Needs no GIL given
+// the pointers.
 template <typename T>
-void write_head_stack(const HeadStack<T>& stack, T* out);
+void write_head_stacks(const std::vector<std::pair<const HeadStack<T>*, T*>>& outputs);
 
 // A float32 or float64 array of 1 or 2 axes as a float64 matrix, checked as attend checks a draw read from a file
 // (the name stands for the file: "--draws: E: expected a matrix ...").

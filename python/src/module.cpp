@@ -203,7 +203,7 @@ Prepared prepare(const Inputs& in, const ParsedOptions& p, const py::object& dra
 // What attend does between reading its inputs and writing its output, with the GIL released around the work.
 template <typename T>
 py::object attend_typed(const Inputs& in, const ParsedOptions& p, const py::object& draws, bool save_draws) {
-  const StackView &q = in.views[0], &k = in.views[1], &v = in.views[2];
+  const StackView &q = in.views[0], &v = in.views[2];
   const AttendOptions& o = p.options;
   const auto [workers, need, plan] = prepare(in, p, draws, sizeof(T), false);
   py::array_t<T> out = new_output<T>(leading_axes(q), q.shape.n, v.shape.d);
@@ -211,10 +211,10 @@ py::object attend_typed(const Inputs& in, const ParsedOptions& p, const py::obje
   try {
     py::gil_scoped_release release;
     omp_set_num_threads(workers);
-    const HeadStack<T> result = run_attention(*plan.method, plan.impl, to_head_stack<T>(q), to_head_stack<T>(k), to_head_stack<T>(v),
-                                              plan.params, plan.draws);
+    const HeadStacks<T> inputs(in.views);
+    const HeadStack<T> result = run_attention(*plan.method, plan.impl, inputs[0], inputs[1], inputs[2], plan.params, plan.draws);
     check_attend_output(result, o.method);
-    write_head_stack(result, dst);
+    write_head_stacks<T>({{&result, dst}});
   } catch (const std::bad_alloc&) {  // caught with the GIL held again: attend's line, as a MemoryError
     PyErr_SetString(PyExc_MemoryError, fmt::format("out of memory during --method {} (estimated need {}, {} available at the start)",
                                                    o.method, gib_text(need.bytes), gib_text(available_memory())).c_str());
@@ -252,14 +252,12 @@ py::tuple attend_grad_typed(const Inputs& in, const ParsedOptions& p, const py::
   {
     py::gil_scoped_release release;
     omp_set_num_threads(workers);
-    const MethodGradients<T> g = method_gradients(*plan.method, plan.impl, to_head_stack<T>(q), to_head_stack<T>(k),
-                                                  to_head_stack<T>(v), to_head_stack<T>(d_out), plan.params, plan.draws);
+    const HeadStacks<T> inputs(in.views);
+    const MethodGradients<T> g = method_gradients(*plan.method, plan.impl, inputs[0], inputs[1], inputs[2], inputs[3], plan.params, plan.draws);
     check_attend_output(g.out, o.method);
     for (const auto& [stack, what] : {std::pair{&g.dq, "dq"}, {&g.dk, "dk"}, {&g.dv, "dv"}})
       check_attend_output(*stack, fmt::format("{}'s backward pass ({})", o.method, what));
-    write_head_stack(g.dq, dq_p);
-    write_head_stack(g.dk, dk_p);
-    write_head_stack(g.dv, dv_p);
+    write_head_stacks<T>({{&g.dq, dq_p}, {&g.dk, dk_p}, {&g.dv, dv_p}});
   }
   return py::make_tuple(dq, dk, dv);
 }
@@ -489,15 +487,14 @@ py::dict inspect_heads(py::handle wq, py::handle wk, const py::object& heads, co
 // run's seconds (steady clock). For make bench's rows beside attnlab.attend (bench/bench_python.py); GIL released.
 template <typename T>
 std::vector<double> kernel_seconds_typed(const Inputs& in, const ParsedOptions& p, int runs) {
-  const StackView &q = in.views[0], &k = in.views[1], &v = in.views[2];
   const auto [workers, need, plan] = prepare(in, p, py::none(), sizeof(T), false);
   std::vector<double> seconds;
   py::gil_scoped_release release;
   omp_set_num_threads(workers);
-  const HeadStack<T> qs = to_head_stack<T>(q), ks = to_head_stack<T>(k), vs = to_head_stack<T>(v);
+  const HeadStacks<T> inputs(in.views);
   for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    const HeadStack<T> out = run_attention(*plan.method, plan.impl, qs, ks, vs, plan.params, plan.draws);
+    const HeadStack<T> out = run_attention(*plan.method, plan.impl, inputs[0], inputs[1], inputs[2], plan.params, plan.draws);
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return seconds;
@@ -558,4 +555,5 @@ PYBIND11_MODULE(_attnlab, m) {
   m.def("_kernel_seconds", &kernel_seconds, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("method"), py::arg("runs"),
         py::arg("params"));
   m.def("_read_in_place", &read_in_place, py::arg("array"));
+  m.def("_kept_bytes", &kept_stack_bytes);
 }

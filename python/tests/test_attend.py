@@ -256,3 +256,31 @@ def test_nonfinite_output():
     with pytest.raises(attnlab.NonFiniteError, match=r"^linear-elu gave \d+ non-finite output values \(the first at batch 0, head 0"):
         attnlab.attend(q, k, v, "linear-elu")
     assert issubclass(attnlab.NonFiniteError, ValueError)
+
+
+def test_kept_input_buffers():
+    """Each call converts its inputs into buffers the calling thread keeps for the next call: a later call of other
+    shapes, of the other dtype, after a refusal or after attend_grad (four inputs) gives the bits of a first call; the
+    buffers stay only while they hold at most 64 MiB, and a non-finite value is named in the first input holding one
+    (q, then k, then v, as attend reads its files)."""
+    r = rng(10)
+    a = qkv(r, (2, 3, 40, 8), np.float64)
+    b = qkv(r, (17, 5), np.float64)
+    c = tuple(x.astype(np.float32) for x in qkv(r, (3, 33, 4), np.float64))
+    first = {name: attnlab.attend(*x, "exact") for name, x in (("a", a), ("b", b), ("c", c))}
+    kept = attnlab._attnlab._kept_bytes()  # the double buffers hold b's inputs, the float ones c's
+    assert kept == sum(x.nbytes for x in b + c), kept
+    bad_k, bad_v = a[1].copy(), a[2].copy()
+    bad_k[1, 2, 3, 4] = np.inf
+    bad_v[0, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"^--k: value inf at flat index 1628 "):
+        attnlab.attend(a[0], bad_k, bad_v, "exact")
+    attnlab.attend_grad(*b, np.ones_like(b[0]), "exact")
+    for name, x in (("c", c), ("a", a), ("b", b), ("a", a)):
+        assert np.array_equal(attnlab.attend(*x, "exact"), first[name]), name
+    # Inputs of 3 x 25 MB: more than the buffers may keep, released at the end of the call.
+    big = qkv(r, (6144, 64, 8), np.float64)
+    out = attnlab.attend(*big, "exact", threads=1)
+    assert attnlab._attnlab._kept_bytes() == sum(x.nbytes for x in c), attnlab._attnlab._kept_bytes()
+    h = 6000
+    assert np.array_equal(out[h:h + 1], attnlab.attend(big[0][h:h + 1], big[1][h:h + 1], big[2][h:h + 1], "exact"))
