@@ -118,9 +118,9 @@ struct Transpose {
 
 // Runs the copies, each cut into as many bands as it takes for the threads to share them when there are fewer
 // copies than threads, in one parallel region (whose start alone wakes the runtime's threads: microseconds, so none
-// for a small call). owner_finite[c] = whether every value copied for owner c is finite, when `check`.
+// for a small call). With `check`, returns for each of the `owners` whether every value copied for it is finite.
 template <typename T>
-void run_transposes(std::vector<Transpose<T>> copies, bool check, std::vector<int>& owner_finite) {
+std::vector<int> run_transposes(std::vector<Transpose<T>> copies, std::size_t owners, bool check) {
   const int threads = omp_get_max_threads();
   Eigen::Index values = 0;
   for (const Transpose<T>& c : copies) values += c.rows * c.cols;
@@ -150,8 +150,10 @@ void run_transposes(std::vector<Transpose<T>> copies, bool check, std::vector<in
   } else {
     for (std::size_t i = 0; i < copies.size(); ++i) one(i);
   }
+  std::vector<int> owner_finite(owners, 1);
   for (std::size_t i = 0; i < copies.size(); ++i)
     if (!finite[i]) owner_finite[copies[i].owner] = 0;
+  return owner_finite;
 }
 
 std::string dtype_str(const py::array& a) { return py::str(a.dtype().attr("str")); }
@@ -244,8 +246,7 @@ HeadStacks<T>::HeadStacks(const std::vector<StackView>& views) {
       copies.push_back({base, row, col, s.n, s.d, slot[h].data(), 0, s.n, i});
     }
   }
-  std::vector<int> finite(views.size(), 1);
-  run_transposes(std::move(copies), true, finite);
+  const std::vector<int> finite = run_transposes(std::move(copies), views.size(), true);
   for (std::size_t i = 0; i < views.size(); ++i) {
     if (finite[i]) continue;
     // The first non-finite value in C order, as the reader names it (the flat index of the array as given).
@@ -291,8 +292,7 @@ void write_head_stacks(const std::vector<std::pair<const HeadStack<T>*, T*>>& ou
     // The (n, d) C-order block is the column-major d x n matrix whose (j, i) is the head's (i, j) = data[j n + i].
     for (Eigen::Index h = 0; h < stack.count(); ++h) copies.push_back({stack[h].data(), n, 1, d, n, outputs[o].second + h * n * d, 0, d, o});
   }
-  std::vector<int> unused(outputs.size(), 1);
-  run_transposes(std::move(copies), false, unused);
+  run_transposes(std::move(copies), outputs.size(), false);
 }
 
 Mat<double> draw_matrix(py::handle obj, const std::string& name) {
