@@ -16,9 +16,12 @@
 
 #include "attnlab/core/rng.hpp"
 #include "attnlab/io/npy.hpp"
+#include "attnlab/io/safetensors.hpp"
 #include "attnlab/model/checkpoint.hpp"
+#include "attnlab/model/checkpoint_export.hpp"
 #include "attnlab/model/fit.hpp"
 #include "attnlab/model/identity_mixer.hpp"
+#include "attnlab/model/qk_checkpoint.hpp"
 #include "attnlab/model/query_head.hpp"
 #include "attnlab/model/recall_model.hpp"
 #include "attnlab/model/recall_protocol.hpp"
@@ -438,6 +441,41 @@ TEST_CASE("recall checkpoints: a loaded checkpoint gives bit-identical logits; a
   CHECK_THROWS_WITH_AS(read_checkpoint_info(ckpt), doctest::Contains("format is not \"attnlab-vit-checkpoint\""), CheckpointError);
   { std::ofstream(ckpt / "manifest.json") << "{\"format\": \"attnlab-recall-checkpoint\", \"version\": 1, \"method\": 3}"; }
   CHECK_THROWS_WITH_AS(load_checkpoint(loaded, ckpt), doctest::Contains("manifest.json"), CheckpointError);
+}
+
+TEST_CASE("a recall checkpoint through the inspector's door: its heads are the model's, its export names its format") {
+  ScratchDir dir;
+  RecallModel<float> m(tiny_recall(7, "exact"));
+  const auto ckpt = dir.path() / "ckpt";
+  save_checkpoint(m, ckpt, 3);
+  QkLayoutOptions options;
+  options.layout = "attnlab";
+  const auto c = QkCheckpoint::open(ckpt, options);
+  CHECK(c->plan().layers == 2);
+  CHECK(c->plan().heads == 2);
+  CHECK(c->plan().d == 8);
+  CHECK(c->plan().d_k == 4);
+  c->load_layer(1, false);
+  HeadWeights<float> w;
+  c->head(1, w);
+  const MhaParams<float>& attn = m.params().blocks[1].attn;
+  CHECK(w.wq == attn.Wq.middleCols(4, 4));
+  CHECK(w.wk == attn.Wk.middleCols(4, 4));
+  CHECK(w.bk == attn.bk.segment(4, 4));
+
+  const auto file = dir.path() / "exported.safetensors";
+  CHECK(export_checkpoint_safetensors(ckpt, file) == m.parameter_tensors().size() + m.buffer_tensors().size());
+  const SafetensorsFile f(file);
+  const auto& meta = f.header().metadata;
+  CHECK(meta.at("format") == kRecallCheckpointFormat);
+  CHECK(meta.at("pairs") == "3");
+  CHECK(meta.at("values") == "5");
+  CHECK(meta.at("H") == "2");
+  CHECK(meta.at("step") == "3");
+  const SafetensorsTensor& keys = f.tensor("embed.keys");
+  std::vector<float> row(8);
+  f.read_rows(keys, 2, 1, row.data());
+  for (Eigen::Index k = 0; k < 8; ++k) CHECK(row[static_cast<std::size_t>(k)] == m.params().keys(2, k));
 }
 
 TEST_CASE("the recall test set's files: int32 arrays of the sequences, the same bytes when regenerated") {

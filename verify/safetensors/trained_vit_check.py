@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Our trained ViT through attnlab_inspect: its checkpoint, its safetensors export, and exp_trained_attention.
+"""Our trained models through attnlab_inspect: their checkpoints, safetensors exports, and exp_trained_attention.
 
     trained_vit_check.py --inspect build/bin/attnlab_inspect --results results --workdir build/inspect-check/trained
 
-For every attnlab checkpoint of the exact method under <results>/checkpoints (a directory with manifest.json):
+For every attnlab checkpoint (ViT or recall model) of the exact method under <results>/checkpoints (a directory
+with manifest.json):
   1. --export writes one safetensors file; NumPy reads it (st_numpy.py, not attnlab's reader) and every tensor
      equals its .npy file bit for bit, under the manifest's name and shape, with the widths in __metadata__;
   2. inspecting the exported file (--layout attnlab) gives the same inspect_heads.csv as the directory, bit for bit;

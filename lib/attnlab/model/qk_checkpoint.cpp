@@ -102,18 +102,19 @@ class SafetensorsQk : public QkCheckpoint {
   Layer<double> d_;
 };
 
-// An attnlab checkpoint directory: the model loaded whole (float32, exact in either precision).
+// An attnlab checkpoint directory, of the ViT or of the recall model: the model loaded whole (float32, exact in either
+// precision).
 class AttnlabQk : public QkCheckpoint {
  public:
-  explicit AttnlabQk(const std::filesystem::path& dir) : model_(load_vit_checkpoint(dir)) {
+  explicit AttnlabQk(const std::filesystem::path& dir) : model_(load_attnlab_checkpoint(dir)) {
     path_ = dir;
-    const ViTConfig& c = model_->config();
+    const BlockShape c = model_.shape();
     plan_.layout = "attnlab";
     plan_.storage = QkStorage::in_out;
     plan_.layers = c.layers;
     plan_.d = c.D;
     plan_.heads = plan_.kv_heads = c.heads;
-    plan_.d_k = c.key_head_width();
+    plan_.d_k = c.key_width;
     plan_.heads_from = "manifest.json";
     plan_.dtypes = {"F32"};
     for (Eigen::Index l = 0; l < c.layers; ++l)
@@ -129,7 +130,7 @@ class AttnlabQk : public QkCheckpoint {
   template <typename T>
   void read_head(Eigen::Index h, HeadWeights<T>& out) const {
     if (layer_ < 0 || h < 0 || h >= plan_.heads) throw std::logic_error("QkCheckpoint::head: load_layer first; no head " + std::to_string(h));
-    const MhaParams<float>& p = model_->params().blocks[static_cast<std::size_t>(layer_)].attn;
+    const MhaParams<float>& p = model_.blocks()[static_cast<std::size_t>(layer_)].attn;
     const Eigen::Index dk = plan_.d_k;
     out.wq = p.Wq.middleCols(h * dk, dk).template cast<T>();
     out.wk = p.Wk.middleCols(h * dk, dk).template cast<T>();
@@ -137,7 +138,7 @@ class AttnlabQk : public QkCheckpoint {
     out.bk = p.bk.segment(h * dk, dk).template cast<T>();
   }
 
-  std::unique_ptr<ViT<float>> model_;
+  LoadedCheckpoint model_;
   Eigen::Index layer_ = -1;
 };
 
