@@ -1,7 +1,7 @@
 // U19 (U16 on a task that needs attention): a model trained here on bidirectional multi-query associative recall
 // (recall_spec.md) with each attention method, over several seeds; which attention is the most accurate (U17's
 // rule), beside the same model without attention (the identity in its place: chance by construction) and the
-// capacity curve over the number of pairs.
+// capacity curve over the number of pairs; and U19.c, what is true instead, on a confirming sweep of its own.
 #include <fmt/format.h>
 #include <malloc.h>
 
@@ -13,6 +13,7 @@
 #include "attnlab/io/csv_table.hpp"
 #include "attnlab/io/ledger.hpp"
 #include "attnlab/io/table_reader.hpp"
+#include "attnlab/lab/correction.hpp"
 #include "attnlab/lab/experiment_cli.hpp"
 #include "attnlab/lab/mean_bands.hpp"
 #include "attnlab/lab/mean_interval.hpp"
@@ -38,6 +39,13 @@ namespace {
 // U19 is judged at the main point (kRecallPairs) by U17's rule (lab/most_accurate.hpp) over seed 002's methods;
 // symmetric and the baseline without attention are trained and reported beside them, not part of the claim.
 //
+// U19.c, the corrected statement of U19 (lab/corrections.tsv), was formulated on the committed main sweep and its
+// capacity curve (base seed, N = 4 to 64) and is confirmed on a sweep that did not suggest it: seed 002's methods,
+// as many seeds as the main point, from confirming_seed(base), at a number of pairs the main sweep never trained,
+// kConfirmPairs, with the protocol otherwise unchanged. Its runs go to recall_training_confirm.csv only (no
+// checkpoints, no curves) and are judged by judge_exact_best_linformer_below (lab/most_accurate.hpp).
+constexpr Eigen::Index kConfirmPairs = 48, kQuickConfirmPairs = 6;
+//
 // "Learned to recall" (fixed before the sweep): the exact models' 95% Student-t interval of the mean query accuracy
 // lies above the baseline's, and both chance lines are reported beside: 1/V (a guess among the values) and 1/N
 // (copying some value present in the sequence).
@@ -46,12 +54,14 @@ struct Run {
   std::string method;
   Eigen::Index pairs;
   int seed_index;
+  bool confirm = false;  // of U19.c's confirming sweep: seeds from confirming_seed(base)
 };
 
 // The sweep: the main point (every method, every seed), then the capacity curve (every other number of pairs,
-// every method, seed index 0), in this order whatever the shard count; a run's seeds come from the base seed and
-// its seed index only.
-std::vector<Run> sweep(const std::string& method, Eigen::Index pairs, int seeds, const std::vector<Eigen::Index>& capacity) {
+// every method, seed index 0), then U19.c's confirming sweep at confirm_pairs (0: none; seed 002's methods, every
+// seed), in this order whatever the shard count; a run's seeds come from its base seed and seed index only.
+std::vector<Run> sweep(const std::string& method, Eigen::Index pairs, int seeds, const std::vector<Eigen::Index>& capacity,
+                       Eigen::Index confirm_pairs) {
   const std::vector<std::string> methods = method == "all" ? recall_sweep_methods() : std::vector<std::string>{method};
   std::vector<Run> runs;
   for (const auto& m : methods)
@@ -59,6 +69,9 @@ std::vector<Run> sweep(const std::string& method, Eigen::Index pairs, int seeds,
   for (Eigen::Index n : capacity)
     if (n != pairs)
       for (const auto& m : methods) runs.push_back({m, n, 0});
+  if (confirm_pairs > 0)
+    for (const auto& m : seed002_methods())
+      for (int s = 0; s < seeds; ++s) runs.push_back({m, confirm_pairs, s, true});
   return runs;
 }
 
@@ -78,6 +91,7 @@ struct Tables {
                  text_col(rt::kStatus), int_col(rt::kNonfinite), text_col(rt::kCheckpoint)}};
   CsvTable timing{{text_col(rt::kMethod), int_col(rt::kPairs), int_col(rt::kSeed), int_col("steps"), real_col("seconds_per_step"),
                    real_col("eval_seconds"), real_col("train_sequences_per_second"), int_col("threads")}};
+  CsvTable confirm{runs.columns()};  // U19.c's confirming runs, apart
 };
 
 struct Sweep {
@@ -93,11 +107,13 @@ const char* split_name(RecallSplit s) { return s == RecallSplit::test ? "test" :
 
 // Trains one run's model, records its rows, and keeps the main point's checkpoints in checkpoints/recall/<method>/seed-<k>/
 // for the experiments on trained models and for users.
+// A confirming run records its runs row only, in the confirming table, and keeps no checkpoint.
 void train_run(const Sweep& x, const Run& run) {
-  const std::uint64_t base = x.cli.options().seed, seed = base + static_cast<std::uint64_t>(run.seed_index);
+  const std::uint64_t base = run.confirm ? confirming_seed(x.cli.options().seed) : x.cli.options().seed;
+  const std::uint64_t seed = base + static_cast<std::uint64_t>(run.seed_index);
   RecallShape shape = x.shape;
   shape.task.pairs = run.pairs;
-  const bool main_point = run.pairs == x.shape.task.pairs;
+  const bool main_point = !run.confirm && run.pairs == x.shape.task.pairs;
   RecallModel<float> model(recall_training_config(run.method, seed, shape));
   Trainer<float, RecallModel<float>> trainer(model);
   const RecallSet eval = recall_set(shape.task, base, x.split, x.test_sequences);
@@ -108,15 +124,16 @@ void train_run(const Sweep& x, const Run& run) {
   const FitResult fitted = fit<float, RecallModel<float>>(
       trainer, recall_training_stream(shape, seed), eval, recall_fit_options(shape, x.test_sequences),
       [&](const StepRecord& r) {
-        x.tables.steps.add_row({m, N, s, r.step, r.lr, r.loss});
+        if (!run.confirm) x.tables.steps.add_row({m, N, s, r.step, r.lr, r.loss});
         x.progress.tick();
       },
       [&](const EpochRecord& r) {
-        x.tables.evals.add_row({m, N, s, r.epoch, r.epoch * per_eval, split_name(x.split), r.test.loss, r.test.accuracy(),
-                                r.test.correct, r.test.count, r.test.nonfinite});
-        x.progress.milestone(fmt::format("{} N={} seed {}: step {}/{}: {} query accuracy {:.4f}, {:.0f} sequences/s", m, N, s + 1,
-                                         r.epoch * per_eval, shape.steps, split_name(x.split), r.test.accuracy(),
-                                         static_cast<double>(r.steps * shape.batch) / r.train_seconds));
+        if (!run.confirm)
+          x.tables.evals.add_row({m, N, s, r.epoch, r.epoch * per_eval, split_name(x.split), r.test.loss, r.test.accuracy(),
+                                  r.test.correct, r.test.count, r.test.nonfinite});
+        x.progress.milestone(fmt::format("{}{} N={} seed {}: step {}/{}: {} query accuracy {:.4f}, {:.0f} sequences/s",
+                                         run.confirm ? "confirming " : "", m, N, s + 1, r.epoch * per_eval, shape.steps,
+                                         split_name(x.split), r.test.accuracy(), static_cast<double>(r.steps * shape.batch) / r.train_seconds));
       });
   const Evaluation& last = fitted.test;
   if (fitted.diverged) {
@@ -130,11 +147,12 @@ void train_run(const Sweep& x, const Run& run) {
   const Interval cp = clopper_pearson(static_cast<std::size_t>(last.correct), static_cast<std::size_t>(last.count));
   const RecallConfig& c = model.config();
   const std::string checkpoint = main_point ? recall_checkpoint_relative(m, s, N) : "-";
-  x.tables.runs.add_row({m, N, s, model.attention(0).describe(), split_name(x.split), last.accuracy(), cp.lower, cp.upper,
+  (run.confirm ? x.tables.confirm : x.tables.runs).add_row({m, N, s, model.attention(0).describe(), split_name(x.split), last.accuracy(), cp.lower, cp.upper,
                          last.correct, last.count, x.test_sequences, fitted.steps, shape.steps, shape.batch, shape.lr,
                          "cosine to 0 over the run's steps", "Adam(0.9, 0.999, eps 1e-8, no weight decay)", c.task.keys,
                          c.task.values, c.tokens(), c.D, c.heads, c.layers, c.mlp, model.parameter_count(),
                          fitted.diverged ? rt::kDiverged : rt::kCompleted, last.nonfinite, checkpoint});
+  if (run.confirm) return;
   const auto computed = static_cast<double>(fitted.steps_computed);
   x.tables.timing.add_row({m, N, s, fitted.steps_computed, fitted.train_seconds / computed, fitted.eval_seconds,
                            computed * static_cast<double>(shape.batch) / fitted.train_seconds, x.cli.options().threads});
@@ -145,10 +163,10 @@ void train_run(const Sweep& x, const Run& run) {
 }
 
 void measure_training(const ExperimentCli& cli, const Shard& shard, const std::string& method, const RecallShape& shape,
-                      int seeds, const std::vector<Eigen::Index>& capacity, RecallSplit split) {
+                      int seeds, const std::vector<Eigen::Index>& capacity, Eigen::Index confirm_pairs, RecallSplit split) {
   const bool quick = cli.options().quick;
   const std::int64_t test_sequences = quick ? kQuickRecallTestSequences : kRecallTestSequences;
-  const std::vector<Run> all = sweep(method, shape.task.pairs, seeds, capacity);
+  const std::vector<Run> all = sweep(method, shape.task.pairs, seeds, capacity, confirm_pairs);
   // Shards cut the sweep by each run's counted FLOPs (a run at 64 pairs costs about four at 16), so that they take
   // about equal times; a run's seeds come from its index, never from the cut.
   std::vector<double> costs;
@@ -167,6 +185,7 @@ void measure_training(const ExperimentCli& cli, const Shard& shard, const std::s
   cli.write_table(tables.evals, rt::kEvalsFile);
   cli.write_table(tables.runs, rt::kRunsFile);
   cli.write_table(tables.timing, rt::kTimingFile);
+  if (confirm_pairs > 0) cli.write_table(tables.confirm, rt::kConfirmFile);
 }
 
 std::string interval_text(const MeanInterval& m) {
@@ -186,6 +205,30 @@ void write_curves(const ExperimentCli& cli, const std::filesystem::path& dir, st
   cli.write_table(mean_band_table(runs, {text_col(rt::kMethod)}, int_col(rt::kPairs), rt::kAccuracy, rt::kSeedsCount, at_main(runs)),
                   rt::kMethodMeansFile);
   cli.write_table(mean_band_table(runs, {text_col(rt::kMethod)}, int_col(rt::kPairs), rt::kAccuracy, rt::kSeedsCount), rt::kCapacityFile);
+}
+
+// U19.c from its confirming sweep's table (recall_training_confirm.csv): untested when the run made none.
+ClaimRow judge_u19c(const ExperimentCli& cli, const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir / rt::kConfirmFile))
+    return correction_row("U19.c", Verdict::untested, 0, "",
+                          "the run made no confirming sweep (it trains one only with --method all at the default --pairs)");
+  const TableReader t(dir / rt::kConfirmFile);
+  std::map<std::string, std::vector<double>> accuracy;
+  for (std::size_t r = 0; r < t.rows(); ++r) accuracy[t.text(r, rt::kMethod)].push_back(t.real(r, rt::kAccuracy));
+  for (const auto& m : seed002_methods())
+    if (accuracy[m].size() < 2)
+      return correction_row("U19.c", Verdict::untested, 0, "",
+                            fmt::format("the confirming sweep has {} run(s) of {}; an interval needs two seeds (--seeds)", accuracy[m].size(), m));
+  const Judgement j = judge_exact_best_linformer_below(accuracy);
+  std::string means;
+  for (const auto& m : seed002_methods()) means += fmt::format("{}{} {}", means.empty() ? "" : "; ", m, interval_text(student_t_mean_interval(accuracy[m])));
+  const std::string note = fmt::format(
+      "{} Confirming sweep (the statement was formulated on the main sweep and its capacity curve): N = {} pairs, {} seeds "
+      "from base seed {} (confirming_seed of the run's), its own test set of {} sequences, the main protocol otherwise; mean "
+      "query accuracy with 95% Student-t intervals: {}.{}",
+      j.note, t.integer(0, rt::kPairs), accuracy["exact"].size(), confirming_seed(cli.options().seed), t.integer(0, rt::kSequences),
+      means, cli.options().quick ? " --quick: a few steps, not a test of the statement." : "");
+  return correction_row("U19.c", j.verdict, j.observed, cli.evidence_path(rt::kConfirmFile), note);
 }
 
 // U19 from recall_training_runs.csv, by U17's rule (judge_most_accurate) at the main point: the first run's pairs.
@@ -265,7 +308,8 @@ std::vector<ClaimRow> judge_u19(const ExperimentCli& cli, const std::filesystem:
   return {ClaimRow{"U19", j.verdict,
                    "lower 95% bound of Linformer's mean query accuracy on recall minus the highest upper bound of the other "
                    "seed-002 methods (fraction)",
-                   j.observed, kSeparationThreshold, cli.evidence_path(rt::kRunsFile), note}};
+                   j.observed, kSeparationThreshold, cli.evidence_path(rt::kRunsFile), note},
+          judge_u19c(cli, dir)};
 }
 
 }  // namespace
@@ -310,11 +354,13 @@ int main(int argc, char** argv) {
                               kRecallEvaluations), 1, 1000);
   cli.add_real("--lr", shape.lr, "Adam's peak learning rate, annealed to 0 by the cosine schedule, in (0, 1e37]", 0, 1e37);
   int seeds = kRecallSeeds;
-  cli.add_integer("--seeds", seeds, "seeds per method at the main point, base + 0, 1, ..., 1 to 100", 1, 100, true);
+  cli.add_integer("--seeds", seeds, "seeds per method at the main point (and in U19.c's confirming sweep), base + 0, 1, ..., 1 to 100",
+                  1, 100, true);
   cli.add_choice("--split", split, "what the runs are scored on: the test set, or the validation split (for choosing a protocol: "
                                    "tables only, no ledger row)", {"test", "validation"});
   cli.add_choice("--capacity", capacity_mode, "with --method all at the default pairs: also train every method at the capacity "
-                                              "curve's numbers of pairs (one seed each)", {"on", "off"});
+                                              "curve's numbers of pairs (one seed each); U19.c's confirming sweep runs with --method all at the default pairs "
+                                              "whatever this says", {"on", "off"});
   cli.add_parse_check("--width", [&shape] {
     return shape.D % shape.heads == 0 ? std::string() : fmt::format("{} is not a multiple of --heads {}", shape.D, shape.heads);
   });
@@ -336,8 +382,9 @@ int main(int argc, char** argv) {
   const std::vector<Eigen::Index> capacity =
       capacity_mode == "on" && defaults ? (cli.options().quick ? kQuickRecallCapacityPairs : kRecallCapacityPairs)
                                         : std::vector<Eigen::Index>{};
+  const Eigen::Index confirm_pairs = method == "all" && defaults ? (cli.options().quick ? kQuickConfirmPairs : kConfirmPairs) : 0;
   const RecallSplit which = split == "test" ? RecallSplit::test : RecallSplit::validation;
-  return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, method, shape, seeds, capacity, which); },
+  return run_experiment(cli, {[&](const Shard& shard) { measure_training(cli, shard, method, shape, seeds, capacity, confirm_pairs, which); },
                               [&](const std::filesystem::path& dir) { return judge_u19(cli, dir); }});
 }
 

@@ -30,4 +30,16 @@ struct MostAccurate {
 MostAccurate judge_most_accurate(const std::map<std::string, std::vector<double>>& accuracy,
                                  const std::vector<std::string>& beside, const std::vector<std::string>& labels);
 
+// U19.c, what is true instead of U19 on recall: exact softmax attention is the most accurate of the seed-002 methods
+// (no other's interval lies above its own) and Linformer's interval lies below those of every method of
+// kLinformerBelow. Six parts, each decided from the 95% Student-t intervals of the mean accuracy over seeds:
+//   "none above exact"       fails when some seed-002 method's interval lies strictly above exact's, else holds;
+//   "linformer below <m>"    holds when Linformer's upper bound is below m's lower bound, fails when its lower bound
+//                            is above m's upper bound, undecided (inconclusive) when the intervals touch or overlap;
+// combined by judge_outcomes_by_condition (all hold: holds; all fail: fails; some of each: conditional; else
+// inconclusive). observed is the number of parts that fail, judged against 0. Throws std::invalid_argument when a
+// seed-002 method has fewer than two accuracies (no interval).
+inline const std::vector<std::string> kLinformerBelow = {"exact", "favor", "linear-elu", "linear-shen", "nystrom"};
+Judgement judge_exact_best_linformer_below(const std::map<std::string, std::vector<double>>& accuracy);
+
 }  // namespace attnlab

@@ -10,6 +10,8 @@ inline constexpr const char* kStepsFile = "recall_training_steps.csv";
 inline constexpr const char* kEvalsFile = "recall_training_evals.csv";
 inline constexpr const char* kRunsFile = "recall_training_runs.csv";
 inline constexpr const char* kTimingFile = "recall_training_timing.csv";
+// U19.c's confirming sweep: one row per run, the runs table's columns (exp_recall_training).
+inline constexpr const char* kConfirmFile = "recall_training_confirm.csv";
 // Derived by the judge: the main point's training curve (mean over seeds per method and step), its accuracy per
 // method, and the capacity curve (per method and number of pairs).
 inline constexpr const char* kEvalMeansFile = "recall_training_eval_means.csv";
