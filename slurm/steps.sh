@@ -46,10 +46,10 @@ training_experiments="exp_vit_training exp_recall_training"
 # absolute otherwise (ExperimentCli::evidence_path).
 ledger_path() { realpath -m --relative-base="$root" "$1"; }
 
-# REPORT.md in directory $1 from its ledger and tables (tools/make_report.py, the run's seed and mode), its
-# output in log $2; on failure the log is shown and the step stops.
+# REPORT.md in directory $1 from its ledger and tables (tools/make_report.py, the run's seed, mode and threads per
+# task), its output in log $2; on failure the log is shown and the step stops.
 make_report() {
-  local flags=(--seed "$seed")
+  local flags=(--seed "$seed" "${thread_flags[@]}")
   [ "$quick" = 1 ] && flags+=(--quick)
   python3 "$root/tools/make_report.py" --results "$1" "${flags[@]}" >"$2" 2>&1 ||
     { sed 's/^/    /' "$2" >&2; die "tools/make_report.py failed"; }

@@ -101,6 +101,21 @@ def build_flags(build_dir):
     return None
 
 
+def threads_text(args):
+    """The threads the experiments ran with: what the run record (RUNS.md, beside the tables) says of its tasks, else
+    the run's --threads, else the experiments' default."""
+    try:
+        for line in open(os.path.join(args.results, "RUNS.md"), encoding="utf-8"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 2 and cells[0] == "how":
+                return f"{cells[1]} (RUNS.md)"
+    except OSError:
+        pass
+    if args.threads:
+        return f"{args.threads} per experiment process"
+    return "experiment default (all cores)"
+
+
 def run_context(args):
     commit = run(["git", "rev-parse", "--short=12", "HEAD"]) or "unknown"
     # Generated results are outputs, not sources: a regenerated results/ does not make the commit "modified".
@@ -119,7 +134,7 @@ def run_context(args):
     machine = f"{cpu}, {os.cpu_count()} logical cores, {run(['uname', '-sr'])}"
     return [("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
             ("commit", commit), ("compiler", compiler), ("build", flags), ("machine", machine),
-            ("threads", args.threads or "experiment default (all cores)"), ("seed", args.seed or "experiment default"),
+            ("threads", threads_text(args)), ("seed", args.seed or "experiment default"),
             ("mode", "quick (`--quick`: small sweeps, for tests)" if args.quick else "full")]
 
 
