@@ -142,6 +142,8 @@ def write_atomically(path, text):
 
 
 def judge(ok):
+    if ok == "undecided":
+        return "**undecided** (the interval straddles the target)"
     return "met" if ok else "**not met**"
 
 
@@ -255,9 +257,22 @@ def targets(ours, torch, r7):
     return lines
 
 
+def interval_judgement(value, lower, upper, limit, unit="", digits=3):
+    """A row judged from the 95% interval of its median (bench_python.py): met (True) where the interval lies at or
+    below the limit, not met (False) where it lies above, "undecided" where it straddles the limit, so that a rerun on
+    a noisy machine cannot turn met into not met; with no interval (too few runs) the median alone decides. Returns
+    (the judgement, the measured text's interval part)."""
+    if lower == "" or upper == "":
+        return value <= limit, "no interval (too few runs)"
+    lower, upper = float(lower), float(upper)
+    ok = True if upper <= limit else False if lower > limit else "undecided"
+    return ok, f"95% interval {lower:.{digits}f}{unit} to {upper:.{digits}f}{unit}"
+
+
 def python_targets(rows, quick):
-    """The Python module's three rows (bench_python.csv), each against its target; rows saying so when the module was
-    not built (no bench_python.csv: not judged). A --quick run times smaller sizes, which no target is about."""
+    """The Python module's three rows (bench_python.csv), each against its target from its interval; rows saying so
+    when the module was not built (no bench_python.csv: not judged). A --quick run times smaller sizes, which no target
+    is about."""
     if not rows:
         return [row("Python module: attnlab.attend, call overhead, attnlab.inspect", "not measured (the module was not built: "
                     "pybind11 missing)", "-", None)]
@@ -265,19 +280,21 @@ def python_targets(rows, quick):
     for r in rows:
         ratio, what = float(r["ratio"]), r["row"]
         if what == "attend":
-            ok = ratio <= 1 + PYTHON_ATTEND_SLACK
+            ok, interval = interval_judgement(ratio, r.get("ratio_lower95", ""), r.get("ratio_upper95", ""), 1 + PYTHON_ATTEND_SLACK)
             lines.append(row(f"attnlab.attend, exact ({r['impl']}), n{r['n']} d{r['d']} {r['dtype']}, against the C++ kernel in the same run",
-                             f"{ratio:.3f}x ({float(r['python_s']) * 1e3:.2f} against {float(r['cpp_s']) * 1e3:.2f} ms)",
+                             f"{ratio:.3f}x, {interval} ({float(r['python_s']) * 1e3:.2f} against {float(r['cpp_s']) * 1e3:.2f} ms)",
                              f"<= {1 + PYTHON_ATTEND_SLACK:g}x", None if quick else ok))
         elif what == "overhead":  # (overhead-keyword: in the table below only)
             us = float(r["overhead_us"])
+            ok, interval = interval_judgement(us, r.get("overhead_lower95_us", ""), r.get("overhead_upper95_us", ""), PYTHON_OVERHEAD_US,
+                                              " us", 1)
             lines.append(row(f"attnlab.attend's call overhead on a tiny input (n{r['n']} d{r['d']}, no keyword): a call less its kernel",
-                             f"{us:.1f} us ({float(r['python_s']) * 1e6:.1f} against {float(r['cpp_s']) * 1e6:.1f} us)",
-                             f"<= {PYTHON_OVERHEAD_US:g} us", us <= PYTHON_OVERHEAD_US))
+                             f"{us:.1f} us, {interval} ({float(r['python_s']) * 1e6:.1f} against "
+                             f"{float(r['cpp_s']) * 1e6:.1f} us)", f"<= {PYTHON_OVERHEAD_US:g} us", ok))
         elif what == "inspect":
-            ok = ratio <= 1 + PYTHON_INSPECT_SLACK
+            ok, interval = interval_judgement(ratio, r.get("ratio_lower95", ""), r.get("ratio_upper95", ""), 1 + PYTHON_INSPECT_SLACK)
             lines.append(row(f"attnlab.inspect on {r['method']} against attnlab_inspect (a process, tables written)",
-                             f"{ratio:.3f}x ({float(r['python_s']):.2f} against {float(r['cpp_s']):.2f} s)",
+                             f"{ratio:.3f}x, {interval} ({float(r['python_s']):.2f} against {float(r['cpp_s']):.2f} s)",
                              f"<= {1 + PYTHON_INSPECT_SLACK:g}x", None if quick else ok))
     return lines
 
@@ -713,12 +730,21 @@ def main():
                "bench/bench_python.py, in one process: attnlab.attend on float32 inputs against the same kernel timed in C++ "
                "on head stacks made beforehand (run_attention, attnlab._attnlab._kernel_seconds), the two alternating run by "
                "run, medians; the tiny input's time per call over batches of calls; attnlab.inspect against attnlab_inspect "
-               "run as a user runs it (a child process writing its tables), alternating, the page cache warm. What a call "
-               "adds to its kernel: the options parsed and checked, the inputs converted to the kernels' column-major heads "
-               "and checked finite, the output written back in C order.", "",
-               "| row | impl | n | d | threads | runs | Python s | C++ s | ratio | Python - C++ (us) |", "|---|---|---|---|---|---|---|---|---|---|"]
+               "run as a user runs it (a child process writing its tables), alternating, the page cache warm. The times are "
+               "each side's median; the ratio and the difference are the medians of the runs' paired ratios and differences, "
+               "with distribution-free 95% intervals from order statistics, from which the targets above are judged. What a "
+               "call adds to its kernel: the options parsed and checked, the inputs converted to the kernels' column-major "
+               "heads and checked finite, the output written back in C order.", "",
+               "| row | impl | n | d | threads | runs | Python s | C++ s | ratio [95%] | Python - C++ (us) [95%] |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
+
+        def interval_cell(r, lower, upper, digits):
+            lo, hi = r.get(lower, ""), r.get(upper, "")
+            return "" if lo == "" or hi == "" else f" [{float(lo):.{digits}f}, {float(hi):.{digits}f}]"
+
         md += [f"| {r['row']} {r['method']} | {r['impl'] or '-'} | {r['n'] or '-'} | {r['d'] or '-'} | {r['threads']} | {r['runs']} | "
-               f"{float(r['python_s']):.4g} | {float(r['cpp_s']):.4g} | {float(r['ratio']):.3f} | {float(r['overhead_us']):.1f} |"
+               f"{float(r['python_s']):.4g} | {float(r['cpp_s']):.4g} | {float(r['ratio']):.3f}{interval_cell(r, 'ratio_lower95', 'ratio_upper95', 3)} | "
+               f"{float(r['overhead_us']):.1f}{interval_cell(r, 'overhead_lower95_us', 'overhead_upper95_us', 1)} |"
                for r in python_rows] + [""]
     write_atomically(os.path.join(args.results, "bench_attention.md"), "\n".join(md))
     figures(rows, args.results, args.gnuplot)

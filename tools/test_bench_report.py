@@ -164,8 +164,9 @@ def check_one_target_per_quantity():
 
 
 def check_python_rows():
-    """The Python module's rows: each judged against its target (met, not met), a --quick run's ratios shown but not
-    judged, and no bench_python.csv (the module not built) one row saying so, not judged."""
+    """The Python module's rows: each judged against its target (met, not met; from the 95% interval where the table
+    has one: met, not met or undecided), a --quick run's ratios shown but not judged, and no bench_python.csv (the
+    module not built) one row saying so, not judged."""
     def py_row(row, ratio, overhead_us, n="2048"):
         return {"row": row, "impl": "reference" if row != "inspect" else "", "method": "exact" if row != "inspect" else "llama-7b",
                 "n": n, "d": "64", "dtype": "float32", "threads": "2", "runs": "9", "python_s": str(ratio), "cpp_s": "1.0",
@@ -183,6 +184,22 @@ def check_python_rows():
     missing = bench_report.python_targets([], False)
     check(len(missing) == 1 and "not measured" in missing[0] and missing[0].rstrip().endswith("| - |"),
           f"no bench_python.csv: one row saying so, not judged: {missing}")
+    # With the intervals bench_python.py writes, the interval decides, not the median: within the target met, beyond it
+    # not met, across it undecided (a rerun cannot turn met into not met).
+    def with_interval(row, value, lower, upper, n="2048"):
+        r = py_row(row, value, value, n)
+        key = "ratio" if row != "overhead" else "overhead"
+        r[f"{key}_lower95" + ("_us" if key == "overhead" else "")] = str(lower)
+        r[f"{key}_upper95" + ("_us" if key == "overhead" else "")] = str(upper)
+        return r
+    judged = bench_report.python_targets([with_interval("attend", 1.03, 1.02, 1.045), with_interval("attend", 1.04, 1.03, 1.06),
+                                          with_interval("attend", 1.07, 1.055, 1.08), with_interval("overhead", 19.0, 18.0, 21.0, "4"),
+                                          with_interval("inspect", 1.05, 1.0, 1.1)], False)
+    check(judged[0].rstrip().endswith("| met |") and "95% interval 1.020 to 1.045" in judged[0], f"an interval within 1.05x: met: {judged[0]}")
+    check("undecided" in judged[1] and "not met" not in judged[1], f"an interval across 1.05x: undecided: {judged[1]}")
+    check("not met" in judged[2], f"an interval beyond 1.05x: not met: {judged[2]}")
+    check("undecided" in judged[3] and "18.0 us to 21.0 us" in judged[3], f"an overhead interval across 20 us: undecided: {judged[3]}")
+    check(judged[4].rstrip().endswith("| met |"), f"an interval whose upper bound is the target: met: {judged[4]}")
 
 
 def main():
