@@ -26,10 +26,15 @@ constexpr Eigen::Index kTile = 16;
 
 #if defined(__AVX__)
 // d[j ld + i] = s[i ls + j] for an 8 x 8 block of floats: rows interleaved in pairs, then in fours, then the 128-bit
-// halves exchanged (the classic three-stage register transpose).
-inline void transpose_block(const float* s, std::int64_t ls, float* d, std::int64_t ld) {
+// halves exchanged (the classic three-stage register transpose). `nonfinite` gathers r - r of every row loaded: 0
+// for a finite value, NaN for an infinity or a NaN, and NaN stays NaN under addition, so the copy checks its values
+// while they are in registers instead of reading the destination again.
+inline void transpose_block(const float* s, std::int64_t ls, float* d, std::int64_t ld, __m256& nonfinite) {
   __m256 r[8], t[8], u[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * ls);
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm256_loadu_ps(s + i * ls);
+    nonfinite = _mm256_add_ps(nonfinite, _mm256_sub_ps(r[i], r[i]));
+  }
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
@@ -47,9 +52,12 @@ inline void transpose_block(const float* s, std::int64_t ls, float* d, std::int6
 }
 
 // The same for a 4 x 4 block of doubles: pairs interleaved, then the 128-bit halves exchanged.
-inline void transpose_block(const double* s, std::int64_t ls, double* d, std::int64_t ld) {
+inline void transpose_block(const double* s, std::int64_t ls, double* d, std::int64_t ld, __m256d& nonfinite) {
   __m256d r[4];
-  for (int i = 0; i < 4; ++i) r[i] = _mm256_loadu_pd(s + i * ls);
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_loadu_pd(s + i * ls);
+    nonfinite = _mm256_add_pd(nonfinite, _mm256_sub_pd(r[i], r[i]));
+  }
   const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
   const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
   _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
@@ -57,6 +65,10 @@ inline void transpose_block(const double* s, std::int64_t ls, double* d, std::in
   _mm256_storeu_pd(d + 2 * ld, _mm256_permute2f128_pd(t0, t2, 0x31));
   _mm256_storeu_pd(d + 3 * ld, _mm256_permute2f128_pd(t1, t3, 0x31));
 }
+
+// Whether every lane of a block's gathered r - r is 0 (ordered: not NaN), i.e. every value it loaded was finite.
+inline bool all_ordered(__m256 x) { return _mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_ORD_Q)) == 0xFF; }
+inline bool all_ordered(__m256d x) { return _mm256_movemask_pd(_mm256_cmp_pd(x, x, _CMP_ORD_Q)) == 0xF; }
 #endif
 
 // One transposing copy, or a band of one: dst (column-major, rows x cols, leading dimension rows) = the matrix
@@ -74,20 +86,29 @@ struct Transpose {
   // doubles) transposed in registers, a block column at a time, so that each of the block's destination columns is
   // written along itself, block after block (two and a half times faster than the tiles below on a cold 2048 x 64
   // float head: 48 against 120 us). The blocks' edges, and strided sources, go through the tiles.
-  void run() const {
+  // With `check`, returns whether every value of the band is finite (without, true).
+  bool run(bool check) const {
 #if defined(__AVX__)
     if (col == 1) {
       constexpr Eigen::Index b = std::is_same_v<T, float> ? 8 : 4;
       const Eigen::Index i_end = row_begin + (row_end - row_begin) / b * b, j_end = cols / b * b;
-      for (Eigen::Index j0 = 0; j0 < j_end; j0 += b)
-        for (Eigen::Index i0 = row_begin; i0 < i_end; i0 += b) transpose_block(src + i0 * row + j0, row, dst + j0 * rows + i0, rows);
+      const auto blocks = [&](auto nonfinite) {  // nonfinite: a zero register of T's lanes
+        for (Eigen::Index j0 = 0; j0 < j_end; j0 += b)
+          for (Eigen::Index i0 = row_begin; i0 < i_end; i0 += b)
+            transpose_block(src + i0 * row + j0, row, dst + j0 * rows + i0, rows, nonfinite);
+        return all_ordered(nonfinite);
+      };
+      bool blocks_finite;
+      if constexpr (std::is_same_v<T, float>) blocks_finite = blocks(_mm256_setzero_ps());
+      else blocks_finite = blocks(_mm256_setzero_pd());
       // What is left: the rows past the last whole block (all columns), and the columns past it (the block rows).
       tiles(i_end, row_end, 0, cols);
       tiles(row_begin, i_end, j_end, cols);
-      return;
+      return !check || (blocks_finite && finite_in(i_end, row_end, 0, cols) && finite_in(row_begin, i_end, j_end, cols));
     }
 #endif
     tiles(row_begin, row_end, 0, cols);
+    return !check || finite_in(row_begin, row_end, 0, cols);
   }
 
   // Rows [i_begin, i_end) and columns [j_begin, j_end), tile by tile through a small buffer in L1: each tile's rows
@@ -108,25 +129,29 @@ struct Transpose {
     }
   }
 
-  // Whether the band's values are all finite (read back from the destination, still in cache).
-  bool finite() const {
-    for (Eigen::Index j = 0; j < cols; ++j)
-      if (!all_finite(dst + j * rows + row_begin, static_cast<std::size_t>(row_end - row_begin))) return false;
+  // Whether the values copied to rows [i_begin, i_end) and columns [j_begin, j_end) are all finite (read back from
+  // the destination, still in cache).
+  bool finite_in(Eigen::Index i_begin, Eigen::Index i_end, Eigen::Index j_begin, Eigen::Index j_end) const {
+    if (i_end <= i_begin) return true;
+    for (Eigen::Index j = j_begin; j < j_end; ++j)
+      if (!all_finite(dst + j * rows + i_begin, static_cast<std::size_t>(i_end - i_begin))) return false;
     return true;
   }
 };
 
-// Runs the copies, each cut into as many bands as it takes for the threads to share them when there are fewer
-// copies than threads, in one parallel region (whose start alone wakes the runtime's threads: microseconds, so none
-// for a small call). With `check`, returns for each of the `owners` whether every value copied for it is finite.
+// Runs the copies in one parallel region (whose start alone wakes the runtime's threads: microseconds, so none for a
+// small call). When the copies do not divide evenly among the threads (attend's three inputs on two threads: one
+// thread would copy two heads while the other waits after one), each is cut into as many bands as there are
+// threads, so that every thread copies the same number of rows. With `check`, returns for each of the `owners`
+// whether every value copied for it is finite.
 template <typename T>
 std::vector<int> run_transposes(std::vector<Transpose<T>> copies, std::size_t owners, bool check) {
   const int threads = omp_get_max_threads();
   Eigen::Index values = 0;
   for (const Transpose<T>& c : copies) values += c.rows * c.cols;
   const bool parallel = threads > 1 && values >= (1 << 16);
-  if (parallel && static_cast<int>(copies.size()) < threads) {
-    const Eigen::Index parts = (threads + static_cast<Eigen::Index>(copies.size()) - 1) / static_cast<Eigen::Index>(copies.size());
+  if (parallel && copies.size() % static_cast<std::size_t>(threads) != 0) {
+    const auto parts = static_cast<Eigen::Index>(threads);
     std::vector<Transpose<T>> bands;
     for (const Transpose<T>& c : copies) {
       const Eigen::Index tiles = (c.rows + kTile - 1) / kTile, per = (tiles + parts - 1) / parts;
@@ -140,10 +165,7 @@ std::vector<int> run_transposes(std::vector<Transpose<T>> copies, std::size_t ow
     copies = std::move(bands);
   }
   std::vector<int> finite(copies.size(), 1);
-  const auto one = [&](std::size_t i) {
-    copies[i].run();
-    if (check) finite[i] = copies[i].finite();
-  };
+  const auto one = [&](std::size_t i) { finite[i] = copies[i].run(check); };
   if (parallel) {
 #pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < copies.size(); ++i) one(i);

@@ -284,3 +284,34 @@ def test_kept_input_buffers():
     assert attnlab._attnlab._kept_bytes() == sum(x.nbytes for x in c), attnlab._attnlab._kept_bytes()
     h = 6000
     assert np.array_equal(out[h:h + 1], attnlab.attend(big[0][h:h + 1], big[1][h:h + 1], big[2][h:h + 1], "exact"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nonfinite_found_wherever_it_is(dtype):
+    """The conversion checks every value it copies (in registers inside the 8 x 8 float and 4 x 4 double blocks,
+    read back at the blocks' edges), on one thread and in the bands two threads share: an infinity or a NaN at any
+    position of any input is refused, named at its flat index as attend names it."""
+    r = rng(11)
+    # Every position of small heads whose rows and columns end past a whole block, on one thread.
+    for shape in [(13, 11), (2, 9, 6)]:
+        q, k, v = qkv(r, shape, dtype)
+        for which, name in ((0, "--q"), (1, "--k"), (2, "--v")):
+            for flat in range(q.size):
+                for bad in (np.inf, np.nan):
+                    x = [q, k, v]
+                    x[which] = x[which].copy()
+                    x[which].flat[flat] = bad
+                    with pytest.raises(ValueError, match=rf"^{name}: value {'inf' if bad == np.inf else 'nan'} at flat index {flat} "):
+                        attnlab.attend(*x, "exact", threads=1)
+    # Heads large enough for two threads (three inputs cut into bands), at band and block boundaries and edges.
+    q, k, v = qkv(r, (1, 1, 1001, 69), dtype)
+    rows, cols = q.shape[-2:]
+    for row in (0, 7, 8, 511, 512, 513, 999, 1000):
+        for col in (0, 7, 8, 63, 64, 68):
+            for which, name in ((0, "--q"), (2, "--v")):
+                x = [q, k, v]
+                x[which] = x[which].copy()
+                x[which][0, 0, row, col] = -np.inf
+                with pytest.raises(ValueError, match=rf"^{name}: value -inf at flat index {row * cols + col} "):
+                    attnlab.attend(*x, "exact", threads=2)
+    assert np.isfinite(attnlab.attend(q, k, v, "exact", threads=2)).all()
