@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <array>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -135,4 +136,73 @@ TEST_CASE("fused_attention_into: the same bits into a new, a reused or the query
   HeadStack<double> q4(1, 1, 5, 4), k4(1, 1, 7, 4), v4(1, 1, 7, 3);
   CHECK_THROWS_AS(fused_attention_into(q4, q4, k4, v4), std::invalid_argument);
   CHECK_THROWS_AS(fused_attention_into(k4, q4, k4, v4), std::invalid_argument);
+}
+
+namespace {
+
+// The heads of `m` (a column-major stack) written in C order, one row-major block per head.
+template <typename T>
+std::vector<std::vector<T>> c_order_heads(const HeadStack<T>& m) {
+  std::vector<std::vector<T>> out;
+  for (Eigen::Index h = 0; h < m.count(); ++h) {
+    std::vector<T> rows(static_cast<std::size_t>(m.n() * m.d()));
+    for (Eigen::Index i = 0; i < m.n(); ++i)
+      for (Eigen::Index j = 0; j < m.d(); ++j) rows[static_cast<std::size_t>(i * m.d() + j)] = m[h](i, j);
+    out.push_back(std::move(rows));
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<const T*> pointers(const std::vector<std::vector<T>>& heads) {
+  std::vector<const T*> p;
+  for (const auto& h : heads) p.push_back(h.data());
+  return p;
+}
+
+template <typename T>
+void check_c_order() {
+  Rng rng(kAttentionTestSeed + 11);
+  INFO("seed " << kAttentionTestSeed + 11);
+  const int saved = omp_get_max_threads();
+  // Edge sizes (1, 2, 3), the query block's edges, a d_v other than d, and one of zero columns.
+  for (const auto& [n_q, n_k, d, d_v, count] : std::vector<std::array<Eigen::Index, 5>>{
+           {1, 1, 1, 1, 1}, {2, 3, 2, 3, 2}, {3, 2, 3, 1, 3}, {kFusedQueryBlock + 1, 70, 13, 5, 2}, {2 * kFusedQueryBlock + 3, 37, 64, 64, 3},
+           {5, 4, 3, 0, 1}}) {
+    HeadStack<T> q(1, count, n_q, d), k(1, count, n_k, d), v(1, count, n_k, d_v);
+    for (Eigen::Index h = 0; h < count; ++h) {
+      q[h] = gaussian_matrix<T>(n_q, d, rng);
+      k[h] = gaussian_matrix<T>(n_k, d, rng);
+      v[h] = gaussian_matrix<T>(n_k, d_v, rng);
+    }
+    const auto qc = c_order_heads(q), kc = c_order_heads(k), vc = c_order_heads(v);
+    for (Eigen::Index block : {Eigen::Index(0), Eigen::Index(7)})
+      for (int threads : {1, 2}) {
+        INFO("n_q " << n_q << " n_k " << n_k << " d " << d << " d_v " << d_v << " heads " << count << " key_block " << block
+                    << " threads " << threads);
+        omp_set_num_threads(threads);
+        const HeadStack<T> want = fused_attention(q, k, v, block);
+        std::vector<std::vector<T>> got(static_cast<std::size_t>(count), std::vector<T>(static_cast<std::size_t>(n_q * d_v), T(-1)));
+        std::vector<T*> out;
+        for (auto& g : got) out.push_back(g.data());
+        fused_attention_c_order(out, pointers(qc), pointers(kc), pointers(vc), n_q, n_k, d, d_v, block);
+        CHECK(got == c_order_heads(want));  // bit for bit
+      }
+  }
+  omp_set_num_threads(saved);
+}
+
+}  // namespace
+
+TEST_CASE("fused attention over C-order heads: bit for bit the stack's output, float and double; bad shapes throw") {
+  check_c_order<float>();
+  check_c_order<double>();
+  std::vector<float> x(6), y(6);
+  const std::vector<const float*> in{x.data()};
+  const std::vector<float*> out{y.data()};
+  CHECK_THROWS_AS(fused_attention_c_order<float>(out, in, in, in, 0, 2, 3, 3), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention_c_order<float>(out, in, in, in, 2, 2, 0, 3), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention_c_order<float>(out, in, in, in, 2, 2, 3, -1), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention_c_order<float>(out, in, {}, in, 2, 2, 3, 3), std::invalid_argument);
+  CHECK_THROWS_AS(fused_attention_c_order<float>(out, in, in, in, 2, 2, 3, 3, -1), std::invalid_argument);
 }

@@ -34,9 +34,12 @@ struct Workspace {
 // every buffer, so a column of the block's scores is contiguous: both products are broadcast_gemm's
 // (A's columns loaded, B's entries broadcast: K^T and V are read in place, never packed), and the
 // softmax is vector arithmetic over queries.
-template <typename T>
-void attend_query_block(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen::Index i0, Eigen::Index b_q,
-                        Eigen::Index key_block, Workspace<T>& w, Mat<T>& out, Vec<T>* lse) {
+// Q, K, V and Out are column-major matrices (a HeadStack's heads) or row-major maps (C-order arrays): either way
+// the block's queries are copied into the workspace and K^T and V are read through their strides, so the products,
+// and the output, are bit for bit the same.
+template <typename T, typename Q, typename K, typename V, typename Out>
+void attend_query_block(const Q& q, const K& k, const V& v, Eigen::Index i0, Eigen::Index b_q, Eigen::Index key_block,
+                        Workspace<T>& w, Out& out, Vec<T>* lse) {
   const Eigen::Index n_k = k.rows();
   const Eigen::Index b_k = key_block > 0 ? std::min(key_block, n_k) : n_k;
   const T scale = T(1) / std::sqrt(static_cast<T>(q.cols()));
@@ -63,11 +66,38 @@ void attend_query_block(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, Eigen
   if (lse != nullptr) lse->segment(i0, b_q) = (w.m_q.array() + w.l_q.array().log()).matrix();
 }
 
-// out[h] for heads h < count, in parallel over (head, query block) pairs.
+// The heads of a HeadStack (or of one matrix): column-major matrices.
 template <typename T>
-void fused_heads(const Mat<T>* q, const Mat<T>* k, const Mat<T>* v, Mat<T>* out, Eigen::Index count,
-                 Eigen::Index key_block, Vec<T>* lse = nullptr) {
-  const detail::RowBlocks blocks{q[0].rows(), kFusedQueryBlock};
+struct MatrixHeads {
+  const Mat<T>* q;
+  const Mat<T>* k;
+  const Mat<T>* v;
+  Mat<T>* out;
+  const Mat<T>& query(Eigen::Index h) const { return q[h]; }
+  const Mat<T>& key(Eigen::Index h) const { return k[h]; }
+  const Mat<T>& value(Eigen::Index h) const { return v[h]; }
+  Mat<T>& output(Eigen::Index h) const { return out[h]; }
+};
+
+// Heads in C order (fused_attention_c_order): row-major maps of the caller's arrays.
+template <typename T>
+struct COrderHeads {
+  using Rows = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const std::vector<const T*>& q;
+  const std::vector<const T*>& k;
+  const std::vector<const T*>& v;
+  const std::vector<T*>& out;
+  Eigen::Index n_q, n_k, d, d_v;
+  Eigen::Map<const Rows> query(Eigen::Index h) const { return {q[static_cast<std::size_t>(h)], n_q, d}; }
+  Eigen::Map<const Rows> key(Eigen::Index h) const { return {k[static_cast<std::size_t>(h)], n_k, d}; }
+  Eigen::Map<const Rows> value(Eigen::Index h) const { return {v[static_cast<std::size_t>(h)], n_k, d_v}; }
+  Eigen::Map<Rows> output(Eigen::Index h) const { return {out[static_cast<std::size_t>(h)], n_q, d_v}; }
+};
+
+// The output of heads h < count, in parallel over (head, query block) pairs.
+template <typename T, typename Heads>
+void fused_heads(const Heads& heads, Eigen::Index count, Eigen::Index key_block, Vec<T>* lse = nullptr) {
+  const detail::RowBlocks blocks{heads.query(0).rows(), kFusedQueryBlock};
   const Eigen::Index tasks = count * blocks.count();
 #pragma omp parallel
   {
@@ -75,10 +105,17 @@ void fused_heads(const Mat<T>* q, const Mat<T>* k, const Mat<T>* v, Mat<T>* out,
 #pragma omp for schedule(dynamic)
     for (Eigen::Index t = 0; t < tasks; ++t) {
       const Eigen::Index h = t / blocks.count(), i = t % blocks.count();
-      attend_query_block(q[h], k[h], v[h], blocks.begin(i), blocks.length(i), key_block, w, out[h],
-                         lse != nullptr ? &lse[h] : nullptr);
+      decltype(auto) out = heads.output(h);  // a reference to a stack's matrix, or a map by value
+      attend_query_block<T>(heads.query(h), heads.key(h), heads.value(h), blocks.begin(i), blocks.length(i), key_block, w, out,
+                            lse != nullptr ? &lse[h] : nullptr);
     }
   }
+}
+
+template <typename T>
+void fused_heads(const Mat<T>* q, const Mat<T>* k, const Mat<T>* v, Mat<T>* out, Eigen::Index count,
+                 Eigen::Index key_block, Vec<T>* lse = nullptr) {
+  fused_heads<T>(MatrixHeads<T>{q, k, v, out}, count, key_block, lse);
 }
 
 void check_key_block(Eigen::Index key_block) {
@@ -328,6 +365,24 @@ StackGradients<T> fused_attention_backward(const HeadStack<T>& q, const HeadStac
   return g;
 }
 
+template <typename T>
+void fused_attention_c_order(const std::vector<T*>& out, const std::vector<const T*>& q, const std::vector<const T*>& k,
+                             const std::vector<const T*>& v, Eigen::Index n_q, Eigen::Index n_k, Eigen::Index d,
+                             Eigen::Index d_v, Eigen::Index key_block) {
+  const std::size_t count = q.size();
+  if (count == 0 || k.size() != count || v.size() != count || out.size() != count)
+    throw std::invalid_argument("fused_attention_c_order: " + std::to_string(q.size()) + " query heads, " + std::to_string(k.size()) +
+                                " key, " + std::to_string(v.size()) + " value and " + std::to_string(out.size()) +
+                                " output heads; need as many of each, at least one");
+  if (n_q < 1 || n_k < 1 || d < 1 || d_v < 0)
+    throw std::invalid_argument("fused_attention_c_order: heads of n_q = " + std::to_string(n_q) + ", n_k = " + std::to_string(n_k) +
+                                ", d = " + std::to_string(d) + ", d_v = " + std::to_string(d_v) +
+                                "; need n_q, n_k and d at least 1, d_v at least 0");
+  check_key_block(key_block);
+  const COrderHeads<T> heads{q, k, v, out, n_q, n_k, d, d_v};
+  fused_heads<T>(heads, static_cast<Eigen::Index>(count), key_block);
+}
+
 template Mat<float> fused_attention(const Mat<float>&, const Mat<float>&, const Mat<float>&, Eigen::Index, Vec<float>&);
 template Mat<double> fused_attention(const Mat<double>&, const Mat<double>&, const Mat<double>&, Eigen::Index, Vec<double>&);
 template AttentionGradients<float> fused_attention_backward(const Mat<float>&, const Mat<float>&, const Mat<float>&,
@@ -352,5 +407,11 @@ template HeadStack<float> fused_attention(const HeadStack<float>&, const HeadSta
                                           Eigen::Index);
 template HeadStack<double> fused_attention(const HeadStack<double>&, const HeadStack<double>&,
                                            const HeadStack<double>&, Eigen::Index);
+template void fused_attention_c_order(const std::vector<float*>&, const std::vector<const float*>&, const std::vector<const float*>&,
+                                      const std::vector<const float*>&, Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index,
+                                      Eigen::Index);
+template void fused_attention_c_order(const std::vector<double*>&, const std::vector<const double*>&,
+                                      const std::vector<const double*>&, const std::vector<const double*>&, Eigen::Index,
+                                      Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index);
 
 }  // namespace attnlab

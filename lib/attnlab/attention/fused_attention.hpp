@@ -52,6 +52,18 @@ template <typename T>
 void fused_attention_into(HeadStack<T>& out, const HeadStack<T>& q, const HeadStack<T>& k, const HeadStack<T>& v,
                           Eigen::Index key_block = 0);
 
+// The same forward (bit for bit the same output) over heads held in C order, as NumPy holds a (batch, heads, n, d)
+// array: head h's queries are the n_q x d row-major matrix at q[h] (row i at q[h] + i d), its keys and values the
+// n_k x d and n_k x d_v ones at k[h] and v[h], and its output is written row-major, n_q x d_v, at out[h] (which must
+// not overlap the inputs). No transposing copy of the inputs or the output: each block's queries are copied into
+// the workspace as from a column-major head, and broadcast_gemm reads K^T and V through their strides, so the
+// products are the same in the same order. Throws std::invalid_argument for unequal head counts, none, n_q, n_k or
+// d below 1, d_v below 0, or key_block < 0.
+template <typename T>
+void fused_attention_c_order(const std::vector<T*>& out, const std::vector<const T*>& q, const std::vector<const T*>& k,
+                             const std::vector<const T*>& v, Eigen::Index n_q, Eigen::Index n_k, Eigen::Index d,
+                             Eigen::Index d_v, Eigen::Index key_block = 0);
+
 // The same forward (bit for bit the same output), also writing what the backward needs: lse (n_q),
 // lse(i) = m_i + log l_i, the log of query i's softmax normaliser over its scaled scores (m_i their
 // maximum, l_i = sum_j exp(s_ij - m_i) >= 1), so that P_ij = exp(s_ij - lse_i) can be recomputed.

@@ -216,6 +216,26 @@ HeadStack<T> run_attention(const AttentionMethod& method, Impl impl, const HeadS
   return kernel(q, k, v, params, draws);
 }
 
+bool c_order_kernel_applies(const AttentionMethod& method, Impl impl) {
+  return impl == Impl::fast && (method.fast_float == &exact_fast<float> || method.fast_float == &streaming_fast<float>);
+}
+
+template <typename T>
+void run_attention_c_order(const AttentionMethod& method, Impl impl, const std::vector<T*>& out, const std::vector<const T*>& q,
+                           const std::vector<const T*>& k, const std::vector<const T*>& v, Eigen::Index n_q, Eigen::Index n_k,
+                           Eigen::Index d, Eigen::Index d_v, const MethodParams& params) {
+  if (!c_order_kernel_applies(method, impl))
+    throw std::invalid_argument(method.name + " --impl " + to_string(impl) + " has no kernel over C-order heads");
+  // exact_fast and streaming_fast's kernel, with their key blocks.
+  fused_attention_c_order(out, q, k, v, n_q, n_k, d, d_v, method.fast_float == &exact_fast<float> ? 0 : params.key_block);
+}
+
+template void run_attention_c_order(const AttentionMethod&, Impl, const std::vector<float*>&, const std::vector<const float*>&,
+                                    const std::vector<const float*>&, const std::vector<const float*>&, Eigen::Index, Eigen::Index,
+                                    Eigen::Index, Eigen::Index, const MethodParams&);
+template void run_attention_c_order(const AttentionMethod&, Impl, const std::vector<double*>&, const std::vector<const double*>&,
+                                    const std::vector<const double*>&, const std::vector<const double*>&, Eigen::Index,
+                                    Eigen::Index, Eigen::Index, Eigen::Index, const MethodParams&);
 template HeadStack<float> run_attention(const AttentionMethod&, Impl, const HeadStack<float>&, const HeadStack<float>&,
                                         const HeadStack<float>&, const MethodParams&, const MethodDraws&);
 template HeadStack<double> run_attention(const AttentionMethod&, Impl, const HeadStack<double>&, const HeadStack<double>&,

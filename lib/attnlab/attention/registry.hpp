@@ -93,6 +93,18 @@ template <typename T>
 HeadStack<T> run_attention(const AttentionMethod& method, Impl impl, const HeadStack<T>& q, const HeadStack<T>& k,
                            const HeadStack<T>& v, const MethodParams& params, const MethodDraws& draws = {});
 
+// Whether the method's kernel for `impl` also reads heads held in C order in place (run_attention_c_order): the fast
+// kernel of exact and streaming attention.
+bool c_order_kernel_applies(const AttentionMethod& method, Impl impl);
+
+// That kernel over heads held in C order, as NumPy holds them (fused_attention_c_order's arguments): the same output,
+// bit for bit, as run_attention on the heads converted to a HeadStack. std::invalid_argument where
+// c_order_kernel_applies is false.
+template <typename T>
+void run_attention_c_order(const AttentionMethod& method, Impl impl, const std::vector<T*>& out, const std::vector<const T*>& q,
+                           const std::vector<const T*>& k, const std::vector<const T*>& v, Eigen::Index n_q, Eigen::Index n_k,
+                           Eigen::Index d, Eigen::Index d_v, const MethodParams& params);
+
 // Whether run_attention(method, Impl::fast, ...) accepts these parameters.
 bool fast_kernel_applies(const AttentionMethod& method, const MethodParams& params);
 

@@ -319,22 +319,44 @@ void check_attend_memory(const AttendOptions& o, const AttendMemory& need, const
                             : ""));
 }
 
+namespace {
+
+// check_attend_output's message for `count` heads of n x d (`heads` per batch), entry (i, j) of head h at(h, i, j),
+// once the quick pass found one that is not finite: the first in head, column, row order, and how many.
+template <typename At>
+void refuse_nonfinite_output(Eigen::Index count, Eigen::Index heads, Eigen::Index n, Eigen::Index d, At at, const std::string& method) {
+  std::size_t bad = 0;
+  std::string first;
+  for (Eigen::Index h = 0; h < count; ++h)
+    for (Eigen::Index j = 0; j < d; ++j)
+      for (Eigen::Index i = 0; i < n; ++i)
+        if (!std::isfinite(at(h, i, j)) && bad++ == 0)
+          first = fmt::format("batch {}, head {}, row {}, column {}", h / heads, h % heads, i, j);
+  if (bad > 0)
+    throw AttendFailure(fmt::format("{} gave {} non-finite output values (the first at {}); nothing written", method, bad, first));
+}
+
+}  // namespace
+
 template <typename T>
 void check_attend_output(const HeadStack<T>& out, const std::string& method) {
   bool finite = true;
   for (Eigen::Index h = 0; h < out.count(); ++h) finite = finite && all_finite(out[h].data(), static_cast<std::size_t>(out[h].size()));
   if (finite) return;
-  std::size_t bad = 0;
-  std::string first;
-  for (Eigen::Index h = 0; h < out.count(); ++h)
-    for (Eigen::Index j = 0; j < out.d(); ++j)
-      for (Eigen::Index i = 0; i < out.n(); ++i)
-        if (!std::isfinite(out[h](i, j)) && bad++ == 0)
-          first = fmt::format("batch {}, head {}, row {}, column {}", h / out.heads(), h % out.heads(), i, j);
-  if (bad > 0)
-    throw AttendFailure(fmt::format("{} gave {} non-finite output values (the first at {}); nothing written", method, bad, first));
+  refuse_nonfinite_output(out.count(), out.heads(), out.n(), out.d(), [&](Eigen::Index h, Eigen::Index i, Eigen::Index j) { return out[h](i, j); },
+                          method);
 }
 
+template <typename T>
+void check_attend_output_c_order(const T* out, Eigen::Index count, Eigen::Index heads, Eigen::Index n, Eigen::Index d,
+                                 const std::string& method) {
+  if (all_finite(out, static_cast<std::size_t>(count * n * d))) return;
+  refuse_nonfinite_output(count, heads, n, d, [&](Eigen::Index h, Eigen::Index i, Eigen::Index j) { return out[(h * n + i) * d + j]; },
+                          method);
+}
+
+template void check_attend_output_c_order(const float*, Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index, const std::string&);
+template void check_attend_output_c_order(const double*, Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index, const std::string&);
 template void check_attend_output(const HeadStack<float>&, const std::string&);
 template void check_attend_output(const HeadStack<double>&, const std::string&);
 

@@ -152,5 +152,10 @@ void check_attend_memory(const AttendOptions& o, const AttendMemory& need, const
 // AttendFailure naming the first NaN or infinity of the output (batch, head, row, column) and how many there are.
 template <typename T>
 void check_attend_output(const HeadStack<T>& out, const std::string& method);
+// The same for an output written in C order: `count` heads (`heads` per batch) of n x d, head h's row-major block at
+// out + h n d; the same message.
+template <typename T>
+void check_attend_output_c_order(const T* out, Eigen::Index count, Eigen::Index heads, Eigen::Index n, Eigen::Index d,
+                                 const std::string& method);
 
 }  // namespace attnlab
