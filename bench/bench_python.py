@@ -3,7 +3,8 @@
 
   attend    attnlab.attend at n 2048, d 64, float32, exact (the reference kernel and the fast one), against the same
             kernel timed in C++ in the same process on the same inputs (run_attention on head stacks made beforehand,
-            attnlab._attnlab._kernel_seconds): the module's conversions, checks and call on top of the kernel;
+            attnlab._attnlab._kernel_seconds): the module's conversions (none for the fast kernel, which reads C
+            order in place with the same bits), checks and call on top of the kernel;
   overhead  the same on a tiny input (n 4, d 4), per call: what a call costs beyond its kernel (with no keyword, and,
             for the record, with one);
   inspect   attnlab.inspect on bench_inspect's largest checkpoint (a 7B model's attention) against attnlab_inspect

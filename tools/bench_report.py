@@ -728,8 +728,8 @@ def main():
     if python_rows:
         md += ["## The Python module", "",
                "bench/bench_python.py, in one process: attnlab.attend on float32 inputs against the same kernel timed in C++ "
-               "on head stacks made beforehand (run_attention, attnlab._attnlab._kernel_seconds), the two alternating run by "
-               "run, medians; the tiny input's time per call over batches of calls; attnlab.inspect against attnlab_inspect "
+               "on head stacks made beforehand (run_attention, attnlab._attnlab._kernel_seconds; the fast kernel's call reads "
+               "the arrays in C order in place, the same products bit for bit), the two alternating run by run; the tiny input's time per call over batches of calls; attnlab.inspect against attnlab_inspect "
                "run as a user runs it (a child process writing its tables), alternating, the page cache warm. The times are "
                "each side's median; the ratio and the difference are the medians of the runs' paired ratios and differences, "
                "with distribution-free 95% intervals from order statistics, from which the targets above are judged. What a "

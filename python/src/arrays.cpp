@@ -217,6 +217,57 @@ StackView stack_view(py::handle obj, const std::string& label, py::array& keep) 
   return v;
 }
 
+namespace {
+
+// The refusal of a non-finite input value at head h, row r, column j, named in C order as the reader names it (the
+// flat index of the array as given).
+[[noreturn]] void refuse_nonfinite(const StackView& view, Eigen::Index h, Eigen::Index r, Eigen::Index j, double value) {
+  const AttendInput& s = view.shape;
+  s.refuse(npy_nonfinite_problem(value, static_cast<std::size_t>((h * s.n + r) * s.d + j), view.given));
+}
+
+}  // namespace
+
+template <typename T>
+bool rows_in_c_order(const std::vector<StackView>& views) {
+  for (const StackView& v : views)
+    if ((v.shape.d > 1 && v.strides[3] != static_cast<std::int64_t>(sizeof(T))) ||
+        (v.shape.n > 1 && v.strides[2] != static_cast<std::int64_t>(v.shape.d * static_cast<Eigen::Index>(sizeof(T)))))
+      return false;
+  return true;
+}
+
+template <typename T>
+std::vector<const T*> head_pointers(const StackView& view) {
+  std::vector<const T*> heads;
+  for (Eigen::Index h = 0; h < view.shape.count(); ++h)
+    heads.push_back(reinterpret_cast<const T*>(view.data + (h / view.shape.heads) * view.strides[0] +
+                                               (h % view.shape.heads) * view.strides[1]));
+  return heads;
+}
+
+template <typename T>
+void check_finite_in_place(const std::vector<StackView>& views) {
+  for (const StackView& v : views) {
+    const std::vector<const T*> heads = head_pointers<T>(v);
+    const auto size = static_cast<std::size_t>(v.shape.n * v.shape.d);
+    for (Eigen::Index h = 0; h < v.shape.count(); ++h) {
+      const T* x = heads[static_cast<std::size_t>(h)];
+      if (all_finite(x, size)) continue;
+      for (std::size_t e = 0; e < size; ++e)
+        if (!std::isfinite(x[e]))
+          refuse_nonfinite(v, h, static_cast<Eigen::Index>(e) / v.shape.d, static_cast<Eigen::Index>(e) % v.shape.d, static_cast<double>(x[e]));
+    }
+  }
+}
+
+template bool rows_in_c_order<float>(const std::vector<StackView>&);
+template bool rows_in_c_order<double>(const std::vector<StackView>&);
+template std::vector<const float*> head_pointers(const StackView&);
+template std::vector<const double*> head_pointers(const StackView&);
+template void check_finite_in_place<float>(const std::vector<StackView>&);
+template void check_finite_in_place<double>(const std::vector<StackView>&);
+
 // The calling thread's buffers, and whether a HeadStacks holds them.
 template <typename T>
 struct KeptStacks {
@@ -278,10 +329,8 @@ HeadStacks<T>::HeadStacks(const std::vector<StackView>& views) {
       for (Eigen::Index r = 0; r < s.n; ++r)
         for (Eigen::Index j = 0; j < s.d; ++j)
           if (!std::isfinite(stack[h](r, j))) {
-            const std::string problem = npy_nonfinite_problem(static_cast<double>(stack[h](r, j)),
-                                                              static_cast<std::size_t>((h * s.n + r) * s.d + j), views[i].given);
             trim(kept);  // the destructor does not run when the constructor throws
-            s.refuse(problem);
+            refuse_nonfinite(views[i], h, r, j, static_cast<double>(stack[h](r, j)));
           }
   }
   slots_ = &slots;

@@ -63,6 +63,18 @@ class HeadStacks {
   std::vector<HeadStack<T>>* slots_;
 };
 
+// The inputs read in place, for a kernel that takes C order (run_attention_c_order): whether every view holds each
+// head's rows in C order (a row's d values adjacent, rows d apart; the heads anywhere), each head's address
+// (batch-major, as HeadStacks orders them), and the check HeadStacks makes as it converts: AttendUsageError for the
+// first input, in the views' order, holding a non-finite value, named as HeadStacks names it. T must be the views'
+// precision. Need no GIL.
+template <typename T>
+bool rows_in_c_order(const std::vector<StackView>& views);
+template <typename T>
+std::vector<const T*> head_pointers(const StackView& view);
+template <typename T>
+void check_finite_in_place(const std::vector<StackView>& views);
+
 // A new C-order array of `given` leading axes followed by (n, d), for a stack of that many heads.
 template <typename T>
 py::array_t<T> new_output(const std::vector<std::size_t>& leading, Eigen::Index n, Eigen::Index d);

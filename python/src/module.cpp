@@ -211,10 +211,21 @@ py::object attend_typed(const Inputs& in, const ParsedOptions& p, const py::obje
   try {
     py::gil_scoped_release release;
     omp_set_num_threads(workers);
-    const HeadStacks<T> inputs(in.views);
-    const HeadStack<T> result = run_attention(*plan.method, plan.impl, inputs[0], inputs[1], inputs[2], plan.params, plan.draws);
-    check_attend_output(result, o.method);
-    write_head_stacks<T>({{&result, dst}});
+    // Exact and streaming attention's fast kernel reads C order in place and writes the output array itself: no
+    // conversion either way (at n 2048, d 64, float, they were most of a call's cost beyond its kernel).
+    if (c_order_kernel_applies(*plan.method, plan.impl) && rows_in_c_order<T>(in.views)) {
+      check_finite_in_place<T>(in.views);
+      std::vector<T*> heads;
+      for (Eigen::Index h = 0; h < q.shape.count(); ++h) heads.push_back(dst + h * q.shape.n * v.shape.d);
+      run_attention_c_order<T>(*plan.method, plan.impl, heads, head_pointers<T>(in.views[0]), head_pointers<T>(in.views[1]),
+                               head_pointers<T>(in.views[2]), q.shape.n, v.shape.n, q.shape.d, v.shape.d, plan.params);
+      check_attend_output_c_order(dst, q.shape.count(), q.shape.heads, q.shape.n, v.shape.d, o.method);
+    } else {
+      const HeadStacks<T> inputs(in.views);
+      const HeadStack<T> result = run_attention(*plan.method, plan.impl, inputs[0], inputs[1], inputs[2], plan.params, plan.draws);
+      check_attend_output(result, o.method);
+      write_head_stacks<T>({{&result, dst}});
+    }
   } catch (const std::bad_alloc&) {  // caught with the GIL held again: attend's line, as a MemoryError
     PyErr_SetString(PyExc_MemoryError, fmt::format("out of memory during --method {} (estimated need {}, {} available at the start)",
                                                    o.method, gib_text(need.bytes), gib_text(available_memory())).c_str());

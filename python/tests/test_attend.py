@@ -93,19 +93,25 @@ def test_layouts_read_in_place():
     negative strides is copied first, and still right."""
     r = rng(4)
     q, k, v = qkv(r, (2, 2, 256, 32), np.float64)
-    ref = attnlab.attend(q, k, v, "exact")
     wide = np.concatenate([q, np.zeros_like(q)], axis=-1)[..., :32]  # every row strided by 64 values
     fortran = np.asfortranarray(q)
     transposed = np.ascontiguousarray(np.swapaxes(q, -1, -2)).swapaxes(-1, -2)  # column-major heads
-    for name, a in [("C order", q), ("slice", wide), ("Fortran order", fortran), ("transposed", transposed)]:
-        assert np.array_equal(a, q)
-        assert attnlab._attnlab._read_in_place(a), name
-        tracemalloc.start()
-        out = attnlab.attend(a, k, v, "exact")
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        assert np.array_equal(out, ref), name
-        assert peak < out.nbytes + q.nbytes // 2, f"{name}: NumPy allocated {peak} bytes for a {out.nbytes}-byte output"
+    # The fast kernel reads C-order rows itself (the first layout, and heads apart: the slice of whole heads) and the
+    # others through the conversion; the reference kernel always converts. The same bits either way.
+    heads_apart = np.concatenate([q, np.zeros_like(q)], axis=1)[:, :2]
+    for impl in ("reference", "fast"):
+        ref = attnlab.attend(q, k, v, "exact", impl=impl)
+        for name, a in [("C order", q), ("slice", wide), ("Fortran order", fortran), ("transposed", transposed),
+                        ("heads apart", heads_apart)]:
+            assert np.array_equal(a, q)
+            assert attnlab._attnlab._read_in_place(a), name
+            tracemalloc.start()
+            out = attnlab.attend(a, k, v, "exact", impl=impl)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            assert np.array_equal(out, ref), (impl, name)
+            assert peak < out.nbytes + q.nbytes // 2, f"{name}: NumPy allocated {peak} bytes for a {out.nbytes}-byte output"
+    ref = attnlab.attend(q, k, v, "exact")
     backwards = q[..., ::-1, :]
     assert not attnlab._attnlab._read_in_place(backwards)
     tracemalloc.start()
@@ -286,11 +292,13 @@ def test_kept_input_buffers():
     assert np.array_equal(out[h:h + 1], attnlab.attend(big[0][h:h + 1], big[1][h:h + 1], big[2][h:h + 1], "exact"))
 
 
+@pytest.mark.parametrize("impl", ["reference", "fast"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_nonfinite_found_wherever_it_is(dtype):
+def test_nonfinite_found_wherever_it_is(dtype, impl):
     """The conversion checks every value it copies (in registers inside the 8 x 8 float and 4 x 4 double blocks,
-    read back at the blocks' edges), on one thread and in the bands two threads share: an infinity or a NaN at any
-    position of any input is refused, named at its flat index as attend names it."""
+    read back at the blocks' edges), on one thread and in the bands two threads share, and exact attention's fast
+    kernel, which reads C order in place, checks its inputs where they are: an infinity or a NaN at any position of
+    any input is refused, named at its flat index as attend names it."""
     r = rng(11)
     # Every position of small heads whose rows and columns end past a whole block, on one thread.
     for shape in [(13, 11), (2, 9, 6)]:
@@ -302,7 +310,7 @@ def test_nonfinite_found_wherever_it_is(dtype):
                     x[which] = x[which].copy()
                     x[which].flat[flat] = bad
                     with pytest.raises(ValueError, match=rf"^{name}: value {'inf' if bad == np.inf else 'nan'} at flat index {flat} "):
-                        attnlab.attend(*x, "exact", threads=1)
+                        attnlab.attend(*x, "exact", impl=impl, threads=1)
     # Heads large enough for two threads (three inputs cut into bands), at band and block boundaries and edges.
     q, k, v = qkv(r, (1, 1, 1001, 69), dtype)
     rows, cols = q.shape[-2:]
@@ -313,5 +321,29 @@ def test_nonfinite_found_wherever_it_is(dtype):
                 x[which] = x[which].copy()
                 x[which][0, 0, row, col] = -np.inf
                 with pytest.raises(ValueError, match=rf"^{name}: value -inf at flat index {row * cols + col} "):
-                    attnlab.attend(*x, "exact", threads=2)
-    assert np.isfinite(attnlab.attend(q, k, v, "exact", threads=2)).all()
+                    attnlab.attend(*x, "exact", impl=impl, threads=2)
+    assert np.isfinite(attnlab.attend(q, k, v, "exact", impl=impl, threads=2)).all()
+
+
+@pytest.mark.parametrize("method", ["exact", "streaming"])
+def test_fast_kernel_reads_c_order_in_place(method):
+    """Exact and streaming attention's fast kernel takes C-order inputs as they are and writes the output array itself:
+    the thread's kept conversion buffers are not touched, the bits are those of the converted path (a Fortran-ordered
+    copy of the same values) and of the reference kernel's program run, and an output that overflows is refused with
+    the converted path's message, naming the same first value."""
+    r = rng(12)
+    for shape in [(1, 1), (2, 3), (70, 9), (2, 3, 65, 16)]:
+        for dtype in (np.float32, np.float64):
+            q, k, v = qkv(r, shape, dtype, d_v=5)
+            kept = attnlab._attnlab._kept_bytes()  # what the conversions of earlier calls left
+            got = attnlab.attend(q, k, v, method, impl="fast")
+            assert attnlab._attnlab._kept_bytes() == kept, (shape, dtype)
+            assert np.array_equal(got, attnlab.attend(np.asfortranarray(q), k, v, method, impl="fast")), (shape, dtype)
+    q, k, v = qkv(r, (2, 3, 40, 8), np.float64)
+    big_q, big_k = q * 1e160, k * 1e160  # scores of about 1e320: infinite, then NaN
+    with pytest.raises(attnlab.NonFiniteError) as in_place:
+        attnlab.attend(big_q, big_k, v, method, impl="fast")
+    with pytest.raises(attnlab.NonFiniteError) as converted:
+        attnlab.attend(np.asfortranarray(big_q), big_k, v, method, impl="fast")
+    assert str(in_place.value) == str(converted.value), (in_place.value, converted.value)
+    assert str(in_place.value).startswith(f"{method} gave "), in_place.value
