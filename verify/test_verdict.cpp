@@ -209,43 +209,38 @@ TEST_CASE("outcomes by condition (U15 over its cells, U14 over its methods): hol
 // conditional and be inconclusive, and what it refuses.
 TEST_CASE("judge_exact_best_linformer_below: planted accuracies that hold, fail, are conditional and inconclusive") {
   using Acc = std::map<std::string, std::vector<double>>;
-  // The committed main sweep's shape: exact at 1, favor just under it, Linformer near chance.
+  // The committed main sweep's shape (exact at 1, favor just under it, Linformer near chance): every part holds.
   const Acc holds = {{"exact", {1, 1, 1}},           {"favor", {0.998, 0.997, 0.999}},      {"linear-elu", {0.80, 0.82, 0.84}},
                      {"linear-shen", {0.83, 0.86, 0.88}}, {"nystrom", {0.16, 0.18, 0.19}},  {"linformer", {0.01, 0.02, 0.04}},
                      {"random-fourier", {0.004, 0.004, 0.004}}};
-  const Judgement h = judge_exact_best_linformer_below(holds);
-  INFO(h.note);
-  CHECK(h.verdict == Verdict::holds);
-  CHECK(h.observed == 0);
-  CHECK(h.note.find("Every part holds") != std::string::npos);
-
+  struct Planted {
+    const char* what;
+    Acc accuracy;
+    Verdict verdict;
+    double failed_parts;
+    const char* in_note;
+  };
   // Linformer first, exact last: every part decided against it.
   Acc fails = holds;
   fails["linformer"] = {0.99, 0.995, 0.999};
   fails["exact"] = {0.001, 0.002, 0.003};
   for (const char* m : {"favor", "linear-elu", "linear-shen", "nystrom"}) fails[m] = {0.5, 0.51, 0.52};
-  const Judgement f = judge_exact_best_linformer_below(fails);
-  INFO(f.note);
-  CHECK(f.verdict == Verdict::fails);
-  CHECK(f.observed == 6);
-
   // FAVOR above exact, Linformer below the rest: conditional, one part failed.
   Acc some = holds;
   some["exact"] = {0.90, 0.91, 0.92};
-  const Judgement c = judge_exact_best_linformer_below(some);
-  INFO(c.note);
-  CHECK(c.verdict == Verdict::conditional);
-  CHECK(c.observed == 1);
-  CHECK(c.note.find("Fails for exact 0.9100 [0.8852, 0.9348] with favor") != std::string::npos);
-
   // Linformer's interval overlapping Nystrom's, the other parts holding: inconclusive, nothing failed.
   Acc open = holds;
   open["linformer"] = {0.10, 0.17, 0.24};
-  const Judgement i = judge_exact_best_linformer_below(open);
-  INFO(i.note);
-  CHECK(i.verdict == Verdict::inconclusive);
-  CHECK(i.observed == 0);
-  CHECK(i.note.find("against nystrom") != std::string::npos);
+  for (const Planted& c : {Planted{"holds", holds, Verdict::holds, 0, "Every part holds"},
+                           Planted{"fails", fails, Verdict::fails, 6, "Every part fails"},
+                           Planted{"conditional", some, Verdict::conditional, 1, "Fails for exact 0.9100 [0.8852, 0.9348] with favor"},
+                           Planted{"inconclusive", open, Verdict::inconclusive, 0, "against nystrom"}}) {
+    const Judgement j = judge_exact_best_linformer_below(c.accuracy);
+    INFO(c.what << ": " << j.note);
+    CHECK(j.verdict == c.verdict);
+    CHECK(j.observed == c.failed_parts);
+    CHECK(j.note.find(c.in_note) != std::string::npos);
+  }
 
   // A method missing, or one seed only: no interval to judge.
   Acc missing = holds;
