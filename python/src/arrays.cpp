@@ -313,11 +313,9 @@ HeadStacks<T>::HeadStacks(const std::vector<StackView>& views) {
     const std::int64_t col = views[i].strides[3] / static_cast<std::int64_t>(sizeof(T));
     // Each head's (n, d) block, row-major with the array's strides, into a column-major matrix: the transposing
     // copy attend makes from its file.
-    for (Eigen::Index h = 0; h < s.count(); ++h) {
-      const auto* base = reinterpret_cast<const T*>(views[i].data + (h / s.heads) * views[i].strides[0] +
-                                                    (h % s.heads) * views[i].strides[1]);
-      copies.push_back({base, row, col, s.n, s.d, slot[h].data(), 0, s.n, i});
-    }
+    const std::vector<const T*> heads = head_pointers<T>(views[i]);
+    for (Eigen::Index h = 0; h < s.count(); ++h)
+      copies.push_back({heads[static_cast<std::size_t>(h)], row, col, s.n, s.d, slot[h].data(), 0, s.n, i});
   }
   const std::vector<int> finite = run_transposes(std::move(copies), views.size(), true);
   for (std::size_t i = 0; i < views.size(); ++i) {
