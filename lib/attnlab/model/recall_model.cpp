@@ -99,13 +99,7 @@ RecallModel<T>::RecallModel(const RecallConfig& config, const AttentionFactory& 
   // Initialisation in manifest order: gamma 1, other vectors 0, matrices (the tables and the marker included)
   // N(0, 0.02^2) column by column. The method's own tensors are initialised by the method and skipped here.
   Rng rng(config_.seed);
-  for (auto& t : manifest(params_, [](std::size_t, const std::string&, std::vector<TensorRef<T>>&) {})) {
-    Eigen::Map<Mat<T>> m(t.data, t.rows, t.cols);
-    if (t.is_vector)
-      m.setConstant(t.name.ends_with(".gamma") ? T(1) : T(0));
-    else
-      m = gaussian_matrix<T>(t.rows, t.cols, rng, kRecallInitStd);
-  }
+  initialise_tensors(manifest(params_, [](std::size_t, const std::string&, std::vector<TensorRef<T>>&) {}), rng, kRecallInitStd);
 }
 
 template <typename T>
@@ -114,31 +108,20 @@ RecallModel<T>::RecallModel(const RecallConfig& config) : RecallModel(config, ma
 template <typename T>
 std::vector<TensorRef<T>> RecallModel<T>::parameter_tensors() {
   return manifest(params_, [this](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
-    auto& a = *attention_[l];
-    const auto names = a.parameter_names();
-    const auto mats = a.parameters();
-    for (std::size_t i = 0; i < mats.size(); ++i) out.push_back(tensor_ref(pre + names[i], *mats[i]));
+    append_method_parameters(attention_, l, pre, out);
   });
 }
 
 template <typename T>
 std::vector<TensorRef<T>> RecallModel<T>::gradient_tensors(RecallGrads<T>& grads) {
   return manifest(grads.params, [this, &grads](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
-    const auto names = attention_[l]->parameter_names();
-    for (std::size_t i = 0; i < grads.method[l].size(); ++i) out.push_back(tensor_ref(pre + names[i], grads.method[l][i]));
+    append_method_gradients(attention_, grads.method, l, pre, out);
   });
 }
 
 template <typename T>
 std::vector<TensorRef<T>> RecallModel<T>::buffer_tensors() {
-  std::vector<TensorRef<T>> out;
-  for (std::size_t l = 0; l < attention_.size(); ++l) {
-    const auto names = attention_[l]->buffer_names();
-    const auto mats = attention_[l]->buffers();
-    for (std::size_t i = 0; i < mats.size(); ++i)
-      out.push_back(tensor_ref("block" + std::to_string(l) + ".attn.method." + names[i], *mats[i]));
-  }
-  return out;
+  return method_buffer_tensors(attention_);
 }
 
 template <typename T>
@@ -152,11 +135,7 @@ template <typename T>
 RecallGrads<T> RecallModel<T>::zero_grads() const {
   RecallGrads<T> g;
   g.params = shaped_params<T>(config_);
-  for (const auto& a : attention_) {
-    std::vector<Mat<T>> m;
-    for (Mat<T>* p : a->parameters()) m.push_back(Mat<T>::Zero(p->rows(), p->cols()));
-    g.method.push_back(std::move(m));
-  }
+  g.method = zero_method_grads(attention_);
   return g;
 }
 

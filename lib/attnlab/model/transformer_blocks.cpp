@@ -86,6 +86,55 @@ void blocks_backward(const std::vector<BlockParams<T>>& blocks,
   }
 }
 
+template <typename T>
+void append_method_parameters(const BlockAttention<T>& attention, std::size_t l, const std::string& pre,
+                              std::vector<TensorRef<T>>& out) {
+  const auto names = attention[l]->parameter_names();
+  const auto mats = attention[l]->parameters();
+  for (std::size_t i = 0; i < mats.size(); ++i) out.push_back(tensor_ref(pre + names[i], *mats[i]));
+}
+
+template <typename T>
+void append_method_gradients(const BlockAttention<T>& attention, std::vector<std::vector<Mat<T>>>& method_grads,
+                             std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
+  const auto names = attention[l]->parameter_names();
+  for (std::size_t i = 0; i < method_grads[l].size(); ++i) out.push_back(tensor_ref(pre + names[i], method_grads[l][i]));
+}
+
+template <typename T>
+std::vector<TensorRef<T>> method_buffer_tensors(const BlockAttention<T>& attention) {
+  std::vector<TensorRef<T>> out;
+  for (std::size_t l = 0; l < attention.size(); ++l) {
+    const auto names = attention[l]->buffer_names();
+    const auto mats = attention[l]->buffers();
+    for (std::size_t i = 0; i < mats.size(); ++i)
+      out.push_back(tensor_ref("block" + std::to_string(l) + ".attn.method." + names[i], *mats[i]));
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<std::vector<Mat<T>>> zero_method_grads(const BlockAttention<T>& attention) {
+  std::vector<std::vector<Mat<T>>> grads;
+  for (const auto& a : attention) {
+    std::vector<Mat<T>> m;
+    for (Mat<T>* p : a->parameters()) m.push_back(Mat<T>::Zero(p->rows(), p->cols()));
+    grads.push_back(std::move(m));
+  }
+  return grads;
+}
+
+template <typename T>
+void initialise_tensors(const std::vector<TensorRef<T>>& tensors, Rng& rng, double std) {
+  for (const auto& t : tensors) {
+    Eigen::Map<Mat<T>> m(t.data, t.rows, t.cols);
+    if (t.is_vector)
+      m.setConstant(t.name.ends_with(".gamma") ? T(1) : T(0));
+    else
+      m = gaussian_matrix<T>(t.rows, t.cols, rng, std);
+  }
+}
+
 #define ATTNLAB_BLOCKS(T)                                                                                              \
   template std::vector<BlockParams<T>> shaped_blocks<T>(const BlockShape&);                                            \
   template std::vector<std::unique_ptr<TrainableAttention<T>>> make_block_attention<T>(                                \
@@ -96,7 +145,14 @@ void blocks_backward(const std::vector<BlockParams<T>>& blocks,
   template void blocks_backward<T>(const std::vector<BlockParams<T>>&,                                                 \
                                    const std::vector<std::unique_ptr<TrainableAttention<T>>>&, Eigen::Index, Eigen::Index, \
                                    std::vector<BlockTape<T>>&, Mat<T>&, Mat<T>&, Mat<T>&, Mat<T>&,                     \
-                                   std::vector<BlockParams<T>>&, std::vector<std::vector<Mat<T>>>&);
+                                   std::vector<BlockParams<T>>&, std::vector<std::vector<Mat<T>>>&);      \
+  template void append_method_parameters<T>(const BlockAttention<T>&, std::size_t, const std::string&,               \
+                                            std::vector<TensorRef<T>>&);                                             \
+  template void append_method_gradients<T>(const BlockAttention<T>&, std::vector<std::vector<Mat<T>>>&, std::size_t, \
+                                           const std::string&, std::vector<TensorRef<T>>&);                          \
+  template std::vector<TensorRef<T>> method_buffer_tensors<T>(const BlockAttention<T>&);                             \
+  template std::vector<std::vector<Mat<T>>> zero_method_grads<T>(const BlockAttention<T>&);                          \
+  template void initialise_tensors<T>(const std::vector<TensorRef<T>>&, Rng&, double);
 ATTNLAB_BLOCKS(float)
 ATTNLAB_BLOCKS(double)
 #undef ATTNLAB_BLOCKS

@@ -13,6 +13,7 @@
 
 #include "attnlab/attention/trainable.hpp"
 #include "attnlab/core/matrix.hpp"
+#include "attnlab/core/rng.hpp"
 #include "attnlab/model/layernorm.hpp"
 #include "attnlab/model/mha.hpp"
 #include "attnlab/model/mlp.hpp"
@@ -81,6 +82,31 @@ void append_block_tensors(std::vector<TensorRef<T>>& out, BlockParams<T>& b, std
   out.push_back(tensor_ref(pre + "mlp.W2", b.mlp.W2));
   out.push_back(tensor_ref(pre + "mlp.b2", b.mlp.b2));
 }
+
+// The layers' attention methods, one per block.
+template <typename T>
+using BlockAttention = std::vector<std::unique_ptr<TrainableAttention<T>>>;
+
+// Layer l's method parameters, named pre + the method's own names, appended to out (append_block_tensors's
+// `method` for a model's parameters).
+template <typename T>
+void append_method_parameters(const BlockAttention<T>& attention, std::size_t l, const std::string& pre,
+                              std::vector<TensorRef<T>>& out);
+// The same names for layer l's gradients method_grads[l] (shaped by zero_method_grads).
+template <typename T>
+void append_method_gradients(const BlockAttention<T>& attention, std::vector<std::vector<Mat<T>>>& method_grads,
+                             std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out);
+// Every layer's fixed draws (Linformer's E and F, the random features), named block{l}.attn.method.<name>.
+template <typename T>
+std::vector<TensorRef<T>> method_buffer_tensors(const BlockAttention<T>& attention);
+// Zero gradients for every layer's method parameters, one matrix per parameter (empty for a method without any).
+template <typename T>
+std::vector<std::vector<Mat<T>>> zero_method_grads(const BlockAttention<T>& attention);
+
+// Both models' initialisation of their own tensors, in manifest order: every gamma 1, other vectors 0, matrices
+// N(0, std^2) drawn column by column from rng.
+template <typename T>
+void initialise_tensors(const std::vector<TensorRef<T>>& tensors, Rng& rng, double std);
 
 // Every layer's method, each from factory(attention with n, d_k, d_v = D / H and heads filled in, seed
 // derive_seed(seed, 1000 + l)): layer l's own draws (Linformer's E, F, the random features) never depend on

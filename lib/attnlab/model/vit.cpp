@@ -103,13 +103,7 @@ ViT<T>::ViT(const ViTConfig& config, const AttentionFactory& factory) : config_(
   // Initialisation in manifest order: gamma 1, other vectors 0, matrices N(0, 0.02^2) column by column.
   // The method's own tensors are initialised by the method and skipped here.
   Rng rng(config_.seed);
-  for (auto& t : manifest(params_, [](std::size_t, const std::string&, std::vector<TensorRef<T>>&) {})) {
-    Eigen::Map<Mat<T>> m(t.data, t.rows, t.cols);
-    if (t.is_vector)
-      m.setConstant(t.name.ends_with(".gamma") ? T(1) : T(0));
-    else
-      m = gaussian_matrix<T>(t.rows, t.cols, rng, kInitStd);
-  }
+  initialise_tensors(manifest(params_, [](std::size_t, const std::string&, std::vector<TensorRef<T>>&) {}), rng, kInitStd);
 }
 
 template <typename T>
@@ -119,31 +113,20 @@ ViT<T>::ViT(const ViTConfig& config)
 template <typename T>
 std::vector<TensorRef<T>> ViT<T>::parameter_tensors() {
   return manifest(params_, [this](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
-    auto& a = *attention_[l];
-    const auto names = a.parameter_names();
-    const auto mats = a.parameters();
-    for (std::size_t i = 0; i < mats.size(); ++i) out.push_back(tensor_ref(pre + names[i], *mats[i]));
+    append_method_parameters(attention_, l, pre, out);
   });
 }
 
 template <typename T>
 std::vector<TensorRef<T>> ViT<T>::gradient_tensors(ViTGrads<T>& grads) {
   return manifest(grads.params, [this, &grads](std::size_t l, const std::string& pre, std::vector<TensorRef<T>>& out) {
-    const auto names = attention_[l]->parameter_names();
-    for (std::size_t i = 0; i < grads.method[l].size(); ++i) out.push_back(tensor_ref(pre + names[i], grads.method[l][i]));
+    append_method_gradients(attention_, grads.method, l, pre, out);
   });
 }
 
 template <typename T>
 std::vector<TensorRef<T>> ViT<T>::buffer_tensors() {
-  std::vector<TensorRef<T>> out;
-  for (std::size_t l = 0; l < attention_.size(); ++l) {
-    const auto names = attention_[l]->buffer_names();
-    const auto mats = attention_[l]->buffers();
-    for (std::size_t i = 0; i < mats.size(); ++i)
-      out.push_back(tensor_ref("block" + std::to_string(l) + ".attn.method." + names[i], *mats[i]));
-  }
-  return out;
+  return method_buffer_tensors(attention_);
 }
 
 template <typename T>
@@ -157,11 +140,7 @@ template <typename T>
 ViTGrads<T> ViT<T>::zero_grads() const {
   ViTGrads<T> g;
   g.params = shaped_params<T>(config_);
-  for (const auto& a : attention_) {
-    std::vector<Mat<T>> m;
-    for (Mat<T>* p : a->parameters()) m.push_back(Mat<T>::Zero(p->rows(), p->cols()));
-    g.method.push_back(std::move(m));
-  }
+  g.method = zero_method_grads(attention_);
   return g;
 }
 
