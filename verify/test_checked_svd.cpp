@@ -7,6 +7,7 @@
 #include "attnlab/core/rng.hpp"
 #include "attnlab/linalg/checked_svd.hpp"
 #include "attnlab/linalg/decompositions.hpp"
+#include "attnlab/linalg/numerical_rank.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
 #include "support.hpp"
 
@@ -34,7 +35,13 @@ void check_agrees_with_bdcsvd() {
     CHECK(svd.s == bdc.singularValues());
     CHECK(svd.u == bdc.matrixU());
     CHECK(svd.v == bdc.matrixV());
+    // The values alone: BDCSVD's without U and V, unchanged, bit for bit.
+    const Vec<T> values = checked_singular_values<T>(a);
+    ATTNLAB_CHECK_RATIO_LE(singular_value_energy_ratio<T>(a, values), kResidualRatioThreshold, "sum sigma^2 = ||A||_F^2");
+    CHECK(values == Eigen::BDCSVD<Mat<T>>(a).singularValues());
   }
+  CHECK(checked_singular_values<T>(Mat<T>(0, 3)).size() == 0);
+  CHECK(checked_singular_values<T>(Mat<T>::Zero(3, 2)) == Vec<T>::Zero(2));
   const CheckedSvd<T> empty = checked_svd<T>(Mat<T>(0, 3));
   CHECK(empty.s.size() == 0);
   CHECK(empty.v.rows() == 3);
@@ -85,4 +92,38 @@ TEST_CASE("bdcsvd_repeated_zero_singular_values: the right singular values of 3 
   }
   // Not asserted (a fixed Eigen would pass every draw on BDCSVD alone): how often the fallback was needed.
   MESSAGE("BDCSVD failed its check on " << fallbacks << " of " << draws << " draws; JacobiSVD answered those");
+}
+
+// The same matrices through the values alone, and the numerical rank that counts them: BDCSVD without U and V was
+// wrong on about a third of such draws here, and on a tenth of them its values gave a rank other than 10.
+TEST_CASE("checked_singular_values and numerical_rank: 3 U V^T, 40 x 20 of rank 10, and its transpose") {
+  Rng rng(kCheckedSvdSeed + 3);
+  const double eps = std::numeric_limits<double>::epsilon();
+  int wrong_bdcsvd = 0;
+  const int draws = attnlab::testing::test_repeat(40);
+  for (int draw = 0; draw < draws; ++draw) {
+    INFO("seed " << kCheckedSvdSeed + 3 << ", draw " << draw);
+    Eigen::VectorXd sv = Eigen::VectorXd::Zero(20);
+    sv.head(10).setConstant(3.0);
+    const Mat<double> a = matrix_with_singular_values(40, 20, sv, rng);
+    for (const Mat<double>& m : {a, Mat<double>(a.transpose())}) {
+      const Vec<double> s = checked_singular_values<double>(m);
+      ATTNLAB_CHECK_RATIO_LE(singular_value_energy_ratio<double>(m, s), kResidualRatioThreshold, "sum sigma^2 = ||A||_F^2");
+      CHECK((s.head(10).array() - 3).abs().maxCoeff() <= 30 * 40 * eps * 3);
+      CHECK(s.tail(10).maxCoeff() <= 30 * 40 * eps * 3);
+      CHECK(numerical_rank(m) == 10);
+      wrong_bdcsvd += (Eigen::BDCSVD<Mat<double>>(m).singularValues() - s).cwiseAbs().maxCoeff() > 30 * 40 * eps * 3;
+    }
+  }
+  MESSAGE("BDCSVD's values alone were wrong on " << wrong_bdcsvd << " of " << 2 * draws << " matrices");
+}
+
+TEST_CASE("singular_value_energy_ratio: one singular value off fails the check") {
+  Rng rng(kCheckedSvdSeed + 4);
+  const Mat<double> a = gaussian_matrix(12, 7, rng);
+  const Vec<double> s = Eigen::JacobiSVD<Mat<double>>(a).singularValues();
+  ATTNLAB_CHECK_RATIO_LE(singular_value_energy_ratio<double>(a, s), kResidualRatioThreshold, "the right values");
+  Vec<double> wrong = s;
+  wrong(3) *= 1 + 1e-10;
+  ATTNLAB_CHECK_RATIO_GT(singular_value_energy_ratio<double>(a, wrong), kResidualRatioThreshold, "one value off by 1e-10");
 }

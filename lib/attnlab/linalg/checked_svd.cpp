@@ -2,6 +2,7 @@
 #include "attnlab/linalg/checked_svd.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/linalg/residual_ratio.hpp"
@@ -45,9 +46,29 @@ CheckedSvd<T> checked_svd(const Mat<T>& a) {
   return out;
 }
 
+template <typename T>
+double singular_value_energy_ratio(const Mat<T>& a, const Vec<T>& s) {
+  const double n = static_cast<double>(std::max(a.rows(), a.cols()));
+  const double frob = a.template cast<double>().squaredNorm(), energy = s.template cast<double>().squaredNorm();
+  return residual_ratio<T>(std::abs(energy - frob), n, frob);
+}
+
+template <typename T>
+Vec<T> checked_singular_values(const Mat<T>& a) {
+  if (a.size() == 0) return Vec<T>::Zero(0);
+  Vec<T> s = Eigen::BDCSVD<Mat<T>>(a).singularValues();
+  // NaN fails the comparison too, but only a finite `a` has values to check.
+  if (!a.allFinite() || singular_value_energy_ratio<T>(a, s) <= kResidualRatioThreshold) return s;
+  return Eigen::JacobiSVD<Mat<T>>(a).singularValues();
+}
+
 template CheckedSvd<float> checked_svd(const Mat<float>&);
 template CheckedSvd<double> checked_svd(const Mat<double>&);
 template double svd_check_ratio(const Mat<float>&, const Mat<float>&, const Vec<float>&, const Mat<float>&);
 template double svd_check_ratio(const Mat<double>&, const Mat<double>&, const Vec<double>&, const Mat<double>&);
+template Vec<float> checked_singular_values(const Mat<float>&);
+template Vec<double> checked_singular_values(const Mat<double>&);
+template double singular_value_energy_ratio(const Mat<float>&, const Vec<float>&);
+template double singular_value_energy_ratio(const Mat<double>&, const Vec<double>&);
 
 }  // namespace attnlab

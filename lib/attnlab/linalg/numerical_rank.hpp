@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "attnlab/linalg/checked_svd.hpp"
 #include "attnlab/linalg/decompositions.hpp"
 
 namespace attnlab {
@@ -24,8 +25,9 @@ template <typename Derived>
 Eigen::Index numerical_rank(const Eigen::MatrixBase<Derived>& a, double tolerance = -1) {
   using Scalar = typename Derived::Scalar;
   if (a.size() == 0) return 0;
+  // Checked: Eigen's BDCSVD is wrong on some matrices, the rank with it (checked_svd.hpp).
   const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> s =
-      Eigen::BDCSVD<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>(a.eval()).singularValues();
+      checked_singular_values<Scalar>(Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>(a.eval()));
   const double tol = tolerance < 0 ? rank_tolerance<Scalar>(s, a.rows(), a.cols()) : tolerance;
   Eigen::Index r = 0;
   for (Eigen::Index i = 0; i < s.size(); ++i)

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attnlab/linalg/checked_svd.hpp"
 #include "attnlab/linalg/decompositions.hpp"
 #include "attnlab/core/rng.hpp"
 
@@ -48,14 +49,15 @@ StackedInput::StackedInput(const Mat<double>& x_aug, Eigen::Index n) : n_(n) {
   if (!(x_aug.col(x_aug.cols() - 1).array() == 1.0).all())
     throw std::invalid_argument("StackedInput: the last column of X' is not all ones (the bias column)");
   images_ = x_aug.rows() / n;
-  Eigen::BDCSVD<Mat<double>> svd(x_aug, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  all_singular_ = svd.singularValues();
+  // Checked: Eigen's BDCSVD is wrong on some matrices (checked_svd.hpp); where it passes, its answer unchanged.
+  const CheckedSvd<double> svd = checked_svd<double>(x_aug);
+  all_singular_ = svd.s;
   // pinv_svd's default cutoff: max(rows, cols) eps s_max.
   const double cutoff = static_cast<double>(std::max(x_aug.rows(), x_aug.cols())) * std::numeric_limits<double>::epsilon() *
                         all_singular_(0);
   while (rank_ < all_singular_.size() && all_singular_(rank_) > cutoff) ++rank_;
-  u_ = svd.matrixU().leftCols(rank_);
-  v_ = svd.matrixV().leftCols(rank_);
+  u_ = svd.u.leftCols(rank_);
+  v_ = svd.v.leftCols(rank_);
   s_ = all_singular_.head(rank_);
 }
 
@@ -86,12 +88,12 @@ Mat<double> StackedInput::z_star(const Mat<double>& k, double sign, const Mat<do
 
 LowRankFactors StackedInput::closed_form(const Mat<double>& k, double sign, const Mat<double>& m, Eigen::Index r) const {
   const Mat<double> c = sign * k + s_.asDiagonal() * (v_.transpose() * m * v_) * s_.asDiagonal();
-  Eigen::BDCSVD<Mat<double>> svd(c, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const CheckedSvd<double> svd = checked_svd<double>(c);  // as above
   const Eigen::Index kept = std::min(r, rank_);
-  const Vec<double> root = svd.singularValues().head(kept).cwiseSqrt();
+  const Vec<double> root = svd.s.head(kept).cwiseSqrt();
   const Mat<double> back = v_ * s_.cwiseInverse().asDiagonal();
-  return {with_columns(back * svd.matrixU().leftCols(kept) * root.asDiagonal(), r),
-          with_columns(back * svd.matrixV().leftCols(kept) * root.asDiagonal(), r)};
+  return {with_columns(back * svd.u.leftCols(kept) * root.asDiagonal(), r),
+          with_columns(back * svd.v.leftCols(kept) * root.asDiagonal(), r)};
 }
 
 LowRankFactors grown_head_factors(const StackedInput& x, const std::vector<Mat<double>>& g, const Mat<double>& m,

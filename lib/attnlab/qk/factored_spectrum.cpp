@@ -62,7 +62,7 @@ FactoredSpectrum factored_spectrum(const Mat<T>& wq, const Mat<T>& wk) {
   f.skew_share = unit_m_norm > 0 ? 0.5 * (cd - cd.transpose()).norm() / unit_m_norm : 0.0;
 
   // Pass 3: M's singular values are C's top k1 rows' (R2), with numerical_rank's tolerance for M (d x d).
-  const Vec<T> sigma = Eigen::BDCSVD<Mat<T>>(Mat<T>(c.topRows(k1))).singularValues();
+  const Vec<T> sigma = checked_singular_values<T>(Mat<T>(c.topRows(k1)));  // BDCSVD is wrong on some (checked_svd.hpp)
   const double tol = rank_tolerance<T>(sigma, d, d);
   f.rank_m = (sigma.template cast<double>().array() > tol).count();
 
