@@ -25,7 +25,7 @@ template <typename Derived>
 Eigen::Index numerical_rank(const Eigen::MatrixBase<Derived>& a, double tolerance = -1) {
   using Scalar = typename Derived::Scalar;
   if (a.size() == 0) return 0;
-  // Checked: Eigen's BDCSVD is wrong on some matrices, the rank with it (checked_svd.hpp).
+  // Checked values: Eigen's BDCSVD returns wrong ones for some matrices, and a wrong rank with them (checked_svd.hpp).
   const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> s =
       checked_singular_values<Scalar>(Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>(a.eval()));
   const double tol = tolerance < 0 ? rank_tolerance<Scalar>(s, a.rows(), a.cols()) : tolerance;

@@ -26,11 +26,11 @@ std::vector<BlockParams<T>> shaped_blocks(const BlockShape& c) {
 }
 
 template <typename T>
-std::vector<std::unique_ptr<TrainableAttention<T>>> make_block_attention(const TrainableAttentionConfig& attention,
+BlockAttention<T> make_block_attention(const TrainableAttentionConfig& attention,
                                                                          const BlockShape& shape, Eigen::Index n,
                                                                          std::uint64_t seed, const AttentionFactory<T>& factory,
                                                                          const std::string& who) {
-  std::vector<std::unique_ptr<TrainableAttention<T>>> out;
+  BlockAttention<T> out;
   for (Eigen::Index l = 0; l < shape.layers; ++l) {
     TrainableAttentionConfig a = attention;
     a.n = n;
@@ -46,7 +46,7 @@ std::vector<std::unique_ptr<TrainableAttention<T>>> make_block_attention(const T
 
 template <typename T>
 void blocks_forward(const std::vector<BlockParams<T>>& blocks,
-                    const std::vector<std::unique_ptr<TrainableAttention<T>>>& attention, Eigen::Index n,
+                    const BlockAttention<T>& attention, Eigen::Index n,
                     Eigen::Index heads, std::vector<Mat<T>>& x, std::vector<BlockTape<T>>& tapes, bool train) {
   const std::size_t L = blocks.size();
   x.resize(L + 1);
@@ -67,7 +67,7 @@ void blocks_forward(const std::vector<BlockParams<T>>& blocks,
 
 template <typename T>
 void blocks_backward(const std::vector<BlockParams<T>>& blocks,
-                     const std::vector<std::unique_ptr<TrainableAttention<T>>>& attention, Eigen::Index n,
+                     const BlockAttention<T>& attention, Eigen::Index n,
                      Eigen::Index heads, std::vector<BlockTape<T>>& tapes, Mat<T>& dx, Mat<T>& dh, Mat<T>& dz, Mat<T>& dtmp,
                      std::vector<BlockParams<T>>& grads, std::vector<std::vector<Mat<T>>>& method_grads) {
   for (std::size_t l = blocks.size(); l-- > 0;) {
@@ -137,13 +137,13 @@ void initialise_tensors(const std::vector<TensorRef<T>>& tensors, Rng& rng, doub
 
 #define ATTNLAB_BLOCKS(T)                                                                                              \
   template std::vector<BlockParams<T>> shaped_blocks<T>(const BlockShape&);                                            \
-  template std::vector<std::unique_ptr<TrainableAttention<T>>> make_block_attention<T>(                                \
+  template BlockAttention<T> make_block_attention<T>(                                \
       const TrainableAttentionConfig&, const BlockShape&, Eigen::Index, std::uint64_t, const AttentionFactory<T>&,     \
       const std::string&);                                                                                             \
-  template void blocks_forward<T>(const std::vector<BlockParams<T>>&, const std::vector<std::unique_ptr<TrainableAttention<T>>>&, \
+  template void blocks_forward<T>(const std::vector<BlockParams<T>>&, const BlockAttention<T>&, \
                                   Eigen::Index, Eigen::Index, std::vector<Mat<T>>&, std::vector<BlockTape<T>>&, bool);  \
   template void blocks_backward<T>(const std::vector<BlockParams<T>>&,                                                 \
-                                   const std::vector<std::unique_ptr<TrainableAttention<T>>>&, Eigen::Index, Eigen::Index, \
+                                   const BlockAttention<T>&, Eigen::Index, Eigen::Index, \
                                    std::vector<BlockTape<T>>&, Mat<T>&, Mat<T>&, Mat<T>&, Mat<T>&,                     \
                                    std::vector<BlockParams<T>>&, std::vector<std::vector<Mat<T>>>&);      \
   template void append_method_parameters<T>(const BlockAttention<T>&, std::size_t, const std::string&,               \

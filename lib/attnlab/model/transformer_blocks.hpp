@@ -114,7 +114,7 @@ void initialise_tensors(const std::vector<TensorRef<T>>& tensors, Rng& rng, doub
 template <typename T>
 using AttentionFactory = std::function<std::unique_ptr<TrainableAttention<T>>(const TrainableAttentionConfig&)>;
 template <typename T>
-std::vector<std::unique_ptr<TrainableAttention<T>>> make_block_attention(const TrainableAttentionConfig& attention,
+BlockAttention<T> make_block_attention(const TrainableAttentionConfig& attention,
                                                                          const BlockShape& shape, Eigen::Index n,
                                                                          std::uint64_t seed, const AttentionFactory<T>& factory,
                                                                          const std::string& who);
@@ -122,7 +122,7 @@ std::vector<std::unique_ptr<TrainableAttention<T>>> make_block_attention(const T
 // x[0] (B n, D) given: runs every block, x[l + 1] = block l (x[l]); with `train` each block keeps its tape.
 template <typename T>
 void blocks_forward(const std::vector<BlockParams<T>>& blocks,
-                    const std::vector<std::unique_ptr<TrainableAttention<T>>>& attention, Eigen::Index n,
+                    const BlockAttention<T>& attention, Eigen::Index n,
                     Eigen::Index heads, std::vector<Mat<T>>& x, std::vector<BlockTape<T>>& tapes, bool train);
 
 // Given dx = dL/dx[L] (B n, D): the blocks in reverse, dx replaced by dL/dx[0]; ADDS into grads[l] and into
@@ -130,7 +130,7 @@ void blocks_forward(const std::vector<BlockParams<T>>& blocks,
 // scratch of the chunk's shape. The residual connections pass the gradient straight through and the branches add.
 template <typename T>
 void blocks_backward(const std::vector<BlockParams<T>>& blocks,
-                     const std::vector<std::unique_ptr<TrainableAttention<T>>>& attention, Eigen::Index n,
+                     const BlockAttention<T>& attention, Eigen::Index n,
                      Eigen::Index heads, std::vector<BlockTape<T>>& tapes, Mat<T>& dx, Mat<T>& dh, Mat<T>& dz, Mat<T>& dtmp,
                      std::vector<BlockParams<T>>& grads, std::vector<std::vector<Mat<T>>>& method_grads);
 
